@@ -1,0 +1,70 @@
+# accelops.gpu: `make demo` and `make test` do all set-up on a fresh Debian 12 machine (as root).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+BIN := $(CURDIR)/$(VENV)/bin
+BUILD := $(CURDIR)/build
+FAKENVML := $(BUILD)/fakenvml/libnvidia-ml.so.1
+# Keep molecule's copy of the collection and every ansible cache inside the checkout.
+export ANSIBLE_HOME := $(CURDIR)/.ansible
+export PATH := $(BIN):$(PATH)
+export MIRROR_PORT ?= 18080
+
+.PHONY: help venv lint sanity units sim mirror molecule release test demo bench lock clean
+
+help:
+	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker and show what it found"
+	@echo "make test     everything CI runs: lint, sanity, unit tests, molecule scenarios, release check"
+	@echo "make bench    benchmarks (results in docs/performance.md)"
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt tests/setup-venv.sh
+	tests/setup-venv.sh $(VENV)
+	touch $@
+
+lock:
+	python3 -m venv $(BUILD)/lock-venv && $(BUILD)/lock-venv/bin/pip install -q -r requirements.in
+	{ echo "# Generated from requirements.in by 'make lock': every package pinned, for reproducible venvs."; \
+	  $(BUILD)/lock-venv/bin/pip freeze --exclude-editable; } > requirements.txt
+
+$(FAKENVML): tests/sim/fakenvml/fakenvml.c
+	tests/sim/fakenvml/build.sh $(BUILD)/fakenvml
+
+lint: venv
+	yamllint -s .
+	ruff check .
+	ansible-lint
+
+sanity: venv
+	tests/sanity.sh $(BUILD)/sanity
+
+units: venv $(FAKENVML)
+	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest tests/unit
+
+# The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
+sim: venv $(FAKENVML)
+	tests/sim/docker-up.sh
+	tests/sim/build-image.sh bookworm
+	tests/sim/build-image.sh trixie
+	tests/sim/mirror.sh start
+
+molecule: sim
+	molecule test --all
+
+release: venv
+	tests/release-check.sh $(BUILD)/release
+
+test: lint sanity units molecule release
+	@echo "make test: all checks passed"
+
+demo: sim
+	tests/sim/demo.sh
+
+bench: sim
+	bench/run.sh
+
+clean:
+	-tests/sim/mirror.sh stop
+	rm -rf $(BUILD) .ansible

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: gpu_summary
+short_description: One readable line per GPU from C(ansible_facts.nvidia)
+version_added: 0.1.0
+description:
+  - Turns the facts of M(accelops.gpu.gpu_facts) into lines for a report. Each line shows the index, model, memory,
+    temperature, power draw and limit, NVLinks up, and the GPU's health.
+  - A host without a usable driver gives one line with the reason.
+options:
+  _input:
+    description: The C(ansible_facts.nvidia) dictionary.
+    type: dict
+    required: true
+author:
+  - accelops.gpu contributors
+"""
+
+EXAMPLES = r"""
+- name: Show the GPUs
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.nvidia | accelops.gpu.gpu_summary }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The report lines.
+  type: list
+  elements: str
+"""
+
+from ansible.errors import AnsibleFilterError
+
+SEVERITY_RANK = {"ok": 0, "warning": 1, "critical": 2}
+
+
+def _value(value, fmt, unit=""):
+    return "n/a" if value is None else (fmt % value) + unit
+
+
+def _gpu_health(facts, index):
+    findings = [f for f in ((facts.get("health") or {}).get("findings") or []) if f.get("gpu") == index]
+    if not findings:
+        return "ok"
+    worst = max(findings, key=lambda f: SEVERITY_RANK.get(f.get("severity"), 0))
+    return "%s (%s)" % (worst["severity"], ", ".join(sorted({f["code"] for f in findings})))
+
+
+def gpu_summary(facts):
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("gpu_summary expects ansible_facts.nvidia (a dict), got %s" % type(facts).__name__)
+    if not facts.get("driver_loaded"):
+        devices = [d for d in facts.get("pci_devices") or [] if d.get("kind") == "gpu"]
+        return ["no usable NVIDIA driver: %s; %d NVIDIA GPU(s) on the PCI bus" % (facts.get("reason"), len(devices))]
+    lines = ["driver %s, CUDA %s, %d GPU(s)" % (facts.get("driver_version"), facts.get("cuda_driver_version"),
+                                               facts.get("gpu_count", 0))]
+    for gpu in facts.get("gpus") or []:
+        if gpu.get("lost"):
+            lines.append("GPU %s  LOST  health: %s" % (gpu["index"], _gpu_health(facts, gpu["index"])))
+            continue
+        links = gpu.get("nvlinks")
+        nvlink = "none" if not links else "%d/%d up" % (sum(1 for x in links if x.get("active")), len(links))
+        lines.append("GPU %s  %s  %s  %s  %s / %s  NVLink %s  health: %s" % (
+            gpu["index"], gpu.get("name") or "unknown",
+            _value(gpu.get("memory_total_mib"), "%d", " MiB"),
+            _value(gpu.get("temperature_c"), "%d", " C"),
+            _value(gpu.get("power_draw_w"), "%.0f", " W"),
+            _value(gpu.get("power_limit_w"), "%.0f", " W"),
+            nvlink, _gpu_health(facts, gpu["index"])))
+    return lines
+
+
+def topology_table(facts):
+    """The topology matrix as aligned text rows, like ``nvidia-smi topo -m``."""
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("topology_table expects ansible_facts.nvidia (a dict), got %s" % type(facts).__name__)
+    matrix = facts.get("topology") or []
+    if not matrix:
+        return []
+    names = ["GPU%d" % gpu["index"] for gpu in facts.get("gpus") or []]
+    width = max(len(cell or "?") for row in matrix for cell in row + names) + 2
+    lines = [" " * 6 + "".join(n.ljust(width) for n in names)]
+    for name, row in zip(names, matrix):
+        lines.append(name.ljust(6) + "".join((cell or "?").ljust(width) for cell in row))
+    return [line.rstrip() for line in lines]
+
+
+class FilterModule:
+    def filters(self):
+        return {"gpu_summary": gpu_summary, "topology_table": topology_table}

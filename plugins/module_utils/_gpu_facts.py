@@ -1,0 +1,368 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: gathers ansible_facts.nvidia through one NVML session."""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _health, _pci
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError
+
+SUBSETS = ("basic", "state", "memory", "thermal", "power", "utilization", "ecc", "clocks", "pcie", "nvlink", "mig",
+           "processes", "topology", "pci", "health")
+# What the health judgement reads; asking for health gathers these too.
+HEALTH_NEEDS = ("ecc", "thermal", "clocks", "nvlink", "pcie")
+
+ARCHITECTURES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada", 9: "hopper",
+                 10: "blackwell", 13: "rubin"}
+COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
+NVLINK_REMOTE_TYPES = {0: "gpu", 1: "ibmnpu", 2: "switch"}
+# nvidia-smi topo -m labels for NVML's common-ancestor levels.
+TOPOLOGY_LABELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+CLOCK_EVENT_REASONS = (
+    (0x1, "gpu_idle"), (0x2, "applications_clocks_setting"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"), (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting"),
+)
+NVML_TEMPERATURE_GPU = 0
+NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
+NVML_NVLINK_MAX_LINKS = 36
+MIB = 1 << 20
+MIG_PROFILE = re.compile(r"MIG (\S+)\s*$")
+
+
+def resolve_subsets(requested):
+    """Expand ``gather_subset`` (``all``, names, ``!name`` exclusions) into a set; ``basic`` is always in."""
+    wanted = set()
+    excluded = set()
+    for item in requested or ["all"]:
+        if item == "all":
+            wanted.update(SUBSETS)
+        elif item.startswith("!"):
+            excluded.add(item[1:])
+        else:
+            wanted.add(item)
+    if not wanted:
+        wanted.update(SUBSETS)
+    wanted -= excluded
+    if "health" in wanted:
+        wanted.update(HEALTH_NEEDS)
+    wanted.add("basic")
+    return wanted
+
+
+def cuda_version_string(value):
+    """NVML's CUDA driver version integer (12040) as ``major.minor`` ("12.4")."""
+    if not value:
+        return None
+    return "%d.%d" % (value // 1000, (value % 1000) // 10)
+
+
+def clock_event_reason_names(mask):
+    if mask is None:
+        return None
+    return [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
+
+
+def normalise_bus_id(bus_id):
+    """NVML writes ``00000000:18:00.0``, sysfs ``0000:18:00.0``: compare on the short, lower-case form."""
+    if not bus_id:
+        return None
+    bus_id = bus_id.lower()
+    domain, _, rest = bus_id.partition(":")
+    return "%04x:%s" % (int(domain, 16), rest) if rest else bus_id
+
+
+def mib(value):
+    return None if value is None else int(value // MIB)
+
+
+def watts(milliwatts):
+    return None if milliwatts is None else round(milliwatts / 1000.0, 2)
+
+
+def text(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def nvlink_counts(gpus):
+    """Links between each pair of GPUs: direct links by remote bus id, plus links through a shared NVSwitch fabric."""
+    by_bus = {gpu.get("pci_bus_id"): gpu["index"] for gpu in gpus if gpu.get("pci_bus_id")}
+    direct = {}
+    switched = {}
+    for gpu in gpus:
+        for link in gpu.get("nvlinks") or []:
+            if not link.get("active"):
+                continue
+            if link.get("remote_type") == "switch":
+                switched[gpu["index"]] = switched.get(gpu["index"], 0) + 1
+            peer = by_bus.get(link.get("remote_pci_bus_id"))
+            if link.get("remote_type") == "gpu" and peer is not None:
+                key = (gpu["index"], peer)
+                direct[key] = direct.get(key, 0) + 1
+    counts = {}
+    for a in gpus:
+        for b in gpus:
+            i, j = a["index"], b["index"]
+            if i == j:
+                continue
+            n = direct.get((i, j), 0)
+            if i in switched and j in switched:
+                n += min(switched[i], switched[j])
+            counts[(i, j)] = n
+    return counts
+
+
+def topology_matrix(gpus, pci_levels):
+    """Rows of nvidia-smi ``topo -m`` labels; ``pci_levels[(i, j)]`` is NVML's common-ancestor level or None."""
+    links = nvlink_counts(gpus)
+    rows = []
+    for a in gpus:
+        row = []
+        for b in gpus:
+            i, j = a["index"], b["index"]
+            if i == j:
+                row.append("X")
+            elif links.get((i, j)):
+                row.append("NV%d" % links[(i, j)])
+            else:
+                row.append(TOPOLOGY_LABELS.get(pci_levels.get((i, j))))
+        rows.append(row)
+    return rows
+
+
+SUBSET_FIELDS = {
+    "basic": ("name", "uuid", "serial", "pci_bus_id", "architecture", "compute_capability", "vbios_version",
+              "board_part_number", "minor_number"),
+    "state": ("persistence_mode", "compute_mode"),
+    "memory": ("memory_total_mib", "memory_used_mib", "memory_free_mib"),
+    "thermal": ("temperature_c", "temperature_slowdown_c", "temperature_shutdown_c", "fan_speed_pct"),
+    "power": ("power_draw_w", "power_limit_w", "power_limit_enforced_w", "power_limit_default_w",
+              "power_limit_min_w", "power_limit_max_w"),
+    "utilization": ("utilization_gpu_pct", "utilization_memory_pct"),
+    "ecc": ("ecc_enabled", "ecc_pending", "ecc_errors", "remapped_rows", "retired_pages_pending"),
+    "clocks": ("clocks_mhz", "clocks_event_reasons"),
+    "pcie": ("pcie",),
+    "nvlink": ("nvlinks",),
+    "mig": ("mig_mode", "mig_mode_pending", "mig_devices"),
+    "processes": ("processes",),
+}
+
+
+class GpuFactsCollector:
+    """Reads everything ``gather_subset`` asks for through an open :class:`NvmlSession`."""
+
+    def __init__(self, session, subsets, sysfs_root="/sys"):
+        self.nvml = session
+        self.subsets = subsets
+        self.sysfs_root = sysfs_root
+
+    def collect(self):
+        facts = {
+            "nvml_available": False, "driver_loaded": False, "reason": None, "driver_version": None,
+            "cuda_driver_version": None, "nvml_version": None, "gpu_count": 0, "gpus": [], "topology": None,
+            "pci_devices": _pci.scan(self.sysfs_root) if "pci" in self.subsets else None, "health": None,
+        }
+        available, loaded, reason = self.nvml.open()
+        facts.update(nvml_available=available, driver_loaded=loaded, reason=reason)
+        if loaded:
+            self._system(facts)
+        if "health" in self.subsets:
+            facts["health"] = _health.assess(facts["gpus"])
+            if not loaded and any(d["kind"] == "gpu" for d in facts["pci_devices"] or []):
+                facts["health"]["findings"].append(_health.finding(None, "driver_unavailable", "critical", reason))
+                facts["health"]["status"] = "critical"
+        return facts
+
+    def _system(self, facts):
+        q = self.nvml.query
+        facts["driver_version"] = text(q("nvmlSystemGetDriverVersion"))
+        facts["nvml_version"] = text(q("nvmlSystemGetNVMLVersion"))
+        facts["cuda_driver_version"] = cuda_version_string(q("nvmlSystemGetCudaDriverVersion"))
+        count = q("nvmlDeviceGetCount") or 0
+        handles = []
+        for index in range(count):
+            gpu, handle = self._gpu(index)
+            facts["gpus"].append(gpu)
+            handles.append(handle)
+        facts["gpu_count"] = count
+        if "topology" in self.subsets:
+            facts["topology"] = topology_matrix(facts["gpus"], self._pci_levels(facts["gpus"], handles))
+
+    def _gpu(self, index):
+        gpu = {"index": index, "lost": False}
+        for subset, fields in SUBSET_FIELDS.items():
+            if subset in self.subsets:
+                gpu.update(dict.fromkeys(fields))
+        handle = None
+        try:
+            handle = self.nvml.call("nvmlDeviceGetHandleByIndex", index)
+            for subset in SUBSET_FIELDS:
+                if subset in self.subsets:
+                    getattr(self, "_" + subset)(handle, gpu)
+        except GpuLost:
+            gpu["lost"] = True
+            handle = None
+        except NvmlCallError as exc:
+            gpu["error"] = str(exc)
+        return gpu, handle
+
+    def _basic(self, h, gpu):
+        q = self.nvml.query
+        gpu["name"] = text(q("nvmlDeviceGetName", h))
+        gpu["uuid"] = text(q("nvmlDeviceGetUUID", h))
+        pci = q("nvmlDeviceGetPciInfo", h)
+        gpu["pci_bus_id"] = normalise_bus_id(text(pci.busId)) if pci is not None else None
+        gpu["architecture"] = ARCHITECTURES.get(q("nvmlDeviceGetArchitecture", h))
+        cc = q("nvmlDeviceGetCudaComputeCapability", h)
+        gpu["compute_capability"] = "%d.%d" % tuple(cc) if cc else None
+        gpu["serial"] = text(q("nvmlDeviceGetSerial", h))
+        gpu["vbios_version"] = text(q("nvmlDeviceGetVbiosVersion", h))
+        gpu["board_part_number"] = text(q("nvmlDeviceGetBoardPartNumber", h))
+        gpu["minor_number"] = q("nvmlDeviceGetMinorNumber", h)
+
+    def _state(self, h, gpu):
+        persistence = self.nvml.query("nvmlDeviceGetPersistenceMode", h)
+        gpu["persistence_mode"] = None if persistence is None else bool(persistence)
+        gpu["compute_mode"] = COMPUTE_MODES.get(self.nvml.query("nvmlDeviceGetComputeMode", h))
+
+    def _memory(self, h, gpu):
+        info = self.nvml.query("nvmlDeviceGetMemoryInfo", h)
+        if info is not None:
+            gpu.update(memory_total_mib=mib(info.total), memory_used_mib=mib(info.used), memory_free_mib=mib(info.free))
+
+    def _thermal(self, h, gpu):
+        q = self.nvml.query
+        gpu["temperature_c"] = q("nvmlDeviceGetTemperature", h, NVML_TEMPERATURE_GPU)
+        gpu["temperature_slowdown_c"] = q("nvmlDeviceGetTemperatureThreshold", h, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+        gpu["temperature_shutdown_c"] = q("nvmlDeviceGetTemperatureThreshold", h, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)
+        if q("nvmlDeviceGetNumFans", h):
+            gpu["fan_speed_pct"] = q("nvmlDeviceGetFanSpeed", h)
+
+    def _power(self, h, gpu):
+        q = self.nvml.query
+        gpu["power_draw_w"] = watts(q("nvmlDeviceGetPowerUsage", h))
+        gpu["power_limit_w"] = watts(q("nvmlDeviceGetPowerManagementLimit", h))
+        gpu["power_limit_enforced_w"] = watts(q("nvmlDeviceGetEnforcedPowerLimit", h))
+        gpu["power_limit_default_w"] = watts(q("nvmlDeviceGetPowerManagementDefaultLimit", h))
+        limits = q("nvmlDeviceGetPowerManagementLimitConstraints", h)
+        if limits:
+            gpu["power_limit_min_w"], gpu["power_limit_max_w"] = watts(limits[0]), watts(limits[1])
+
+    def _utilization(self, h, gpu):
+        rates = self.nvml.query("nvmlDeviceGetUtilizationRates", h)
+        if rates is not None:
+            gpu["utilization_gpu_pct"], gpu["utilization_memory_pct"] = rates.gpu, rates.memory
+
+    def _ecc(self, h, gpu):
+        q = self.nvml.query
+        modes = q("nvmlDeviceGetEccMode", h)
+        if modes:
+            gpu["ecc_enabled"], gpu["ecc_pending"] = bool(modes[0]), bool(modes[1])
+        if gpu["ecc_enabled"]:
+            gpu["ecc_errors"] = {
+                counter: {kind: q("nvmlDeviceGetTotalEccErrors", h, error_type, counter_type)
+                          for kind, error_type in (("corrected", 0), ("uncorrected", 1))}
+                for counter, counter_type in (("volatile", 0), ("aggregate", 1))
+            }
+        rows = q("nvmlDeviceGetRemappedRows", h)
+        if rows is not None:
+            gpu["remapped_rows"] = {"correctable": rows[0], "uncorrectable": rows[1], "pending": bool(rows[2]),
+                                    "failure": bool(rows[3])}
+        pending = q("nvmlDeviceGetRetiredPagesPendingStatus", h)
+        gpu["retired_pages_pending"] = None if pending is None else bool(pending)
+
+    def _clocks(self, h, gpu):
+        q = self.nvml.query
+        gpu["clocks_event_reasons"] = clock_event_reason_names(q("nvmlDeviceGetCurrentClocksEventReasons", h))
+        gpu["clocks_mhz"] = {
+            "graphics": q("nvmlDeviceGetClockInfo", h, NVML_CLOCK_GRAPHICS),
+            "sm": q("nvmlDeviceGetClockInfo", h, NVML_CLOCK_SM),
+            "memory": q("nvmlDeviceGetClockInfo", h, NVML_CLOCK_MEM),
+            "max_graphics": q("nvmlDeviceGetMaxClockInfo", h, NVML_CLOCK_GRAPHICS),
+            "max_memory": q("nvmlDeviceGetMaxClockInfo", h, NVML_CLOCK_MEM),
+        }
+
+    def _pcie(self, h, gpu):
+        q = self.nvml.query
+        pcie = {
+            "gen_current": q("nvmlDeviceGetCurrPcieLinkGeneration", h),
+            "gen_max": q("nvmlDeviceGetMaxPcieLinkGeneration", h),
+            "width_current": q("nvmlDeviceGetCurrPcieLinkWidth", h),
+            "width_max": q("nvmlDeviceGetMaxPcieLinkWidth", h),
+        }
+        gpu["pcie"] = pcie if any(v is not None for v in pcie.values()) else None
+
+    def _nvlink(self, h, gpu):
+        links = []
+        for link in range(NVML_NVLINK_MAX_LINKS):
+            try:
+                state = self.nvml.call("nvmlDeviceGetNvLinkState", h, link)
+            except NvmlCallError:
+                break  # past the last link of this GPU
+            if state is None:
+                break
+            remote = self.nvml.query("nvmlDeviceGetNvLinkRemotePciInfo", h, link) if state else None
+            remote_type = self.nvml.query("nvmlDeviceGetNvLinkRemoteDeviceType", h, link) if state else None
+            links.append({
+                "link": link,
+                "active": bool(state),
+                "remote_pci_bus_id": normalise_bus_id(text(remote.busId)) if remote is not None else None,
+                "remote_type": NVLINK_REMOTE_TYPES.get(remote_type),
+            })
+        gpu["nvlinks"] = links or None
+
+    def _mig(self, h, gpu):
+        q = self.nvml.query
+        modes = q("nvmlDeviceGetMigMode", h)
+        if modes is None:
+            return
+        gpu["mig_mode"], gpu["mig_mode_pending"] = bool(modes[0]), bool(modes[1])
+        devices = []
+        if gpu["mig_mode"]:
+            for slot in range(q("nvmlDeviceGetMaxMigDeviceCount", h) or 0):
+                mig = q("nvmlDeviceGetMigDeviceHandleByIndex", h, slot)
+                if mig is None:
+                    continue
+                name = text(q("nvmlDeviceGetName", mig))
+                profile = MIG_PROFILE.search(name or "")
+                memory = q("nvmlDeviceGetMemoryInfo", mig)
+                devices.append({
+                    "index": slot,
+                    "uuid": text(q("nvmlDeviceGetUUID", mig)),
+                    "name": name,
+                    "profile": profile.group(1) if profile else None,
+                    "gpu_instance_id": q("nvmlDeviceGetGpuInstanceId", mig),
+                    "compute_instance_id": q("nvmlDeviceGetComputeInstanceId", mig),
+                    "memory_total_mib": mib(memory.total) if memory is not None else None,
+                    "memory_used_mib": mib(memory.used) if memory is not None else None,
+                })
+        gpu["mig_devices"] = devices
+
+    def _processes(self, h, gpu):
+        procs = self.nvml.query("nvmlDeviceGetComputeRunningProcesses", h)
+        if procs is None:
+            return
+        gpu["processes"] = [{
+            "pid": proc.pid,
+            "name": text(self.nvml.query("nvmlSystemGetProcessName", proc.pid)),
+            "used_memory_mib": mib(proc.usedGpuMemory),
+        } for proc in procs]
+
+    def _pci_levels(self, gpus, handles):
+        levels = {}
+        for a, ha in zip(gpus, handles):
+            for b, hb in zip(gpus, handles):
+                if a["index"] < b["index"] and ha is not None and hb is not None:
+                    try:
+                        level = self.nvml.query("nvmlDeviceGetTopologyCommonAncestor", ha, hb)
+                    except GpuLost:
+                        level = None
+                    levels[(a["index"], b["index"])] = levels[(b["index"], a["index"])] = level
+        return levels

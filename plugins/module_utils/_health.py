@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: judges gathered GPU facts and lists findings."""
+
+from __future__ import annotations
+
+SEVERITIES = ("ok", "warning", "critical")
+
+# Clock event reasons that mean the GPU is being held back by a fault or by heat, not by idling or by policy.
+SLOWDOWN_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
+
+
+def finding(gpu, code, severity, message):
+    return {"gpu": gpu, "code": code, "severity": severity, "message": message}
+
+
+def _gpu_findings(gpu, fabric):
+    idx = gpu.get("index")
+    label = "GPU %s" % idx
+    if gpu.get("lost"):
+        yield finding(idx, "gpu_lost", "critical", "%s is lost: it fell off the bus or stopped answering" % label)
+        return
+    volatile = ((gpu.get("ecc_errors") or {}).get("volatile") or {}).get("uncorrected")
+    if volatile:
+        yield finding(idx, "ecc_uncorrected", "critical",
+                      "%s has %d uncorrectable ECC errors since the driver loaded" % (label, volatile))
+    rows = gpu.get("remapped_rows") or {}
+    if rows.get("failure"):
+        yield finding(idx, "row_remap_failure", "critical", "%s failed to remap a memory row" % label)
+    if rows.get("pending"):
+        yield finding(idx, "row_remap_pending", "warning", "%s has a row remap pending: reset the GPU" % label)
+    if gpu.get("retired_pages_pending"):
+        yield finding(idx, "retired_pages_pending", "warning", "%s has page retirements pending: reset the GPU" % label)
+    temp, slowdown = gpu.get("temperature_c"), gpu.get("temperature_slowdown_c")
+    if temp is not None and slowdown is not None and temp >= slowdown:
+        yield finding(idx, "temperature_slowdown", "warning",
+                      "%s is at %d C, at or past its slowdown threshold of %d C" % (label, temp, slowdown))
+    reasons = [r for r in (gpu.get("clocks_event_reasons") or []) if r in SLOWDOWN_REASONS]
+    if reasons:
+        yield finding(idx, "clocks_slowdown", "warning", "%s clocks are held down: %s" % (label, ", ".join(reasons)))
+    links = gpu.get("nvlinks") or []
+    down = [link["link"] for link in links if not link.get("active")]
+    if down and fabric:
+        yield finding(idx, "nvlink_down", "warning", "%s has %d of %d NVLinks down: %s"
+                      % (label, len(down), len(links), ", ".join(str(d) for d in down)))
+    pcie = gpu.get("pcie") or {}
+    if pcie.get("width_current") and pcie.get("width_max") and pcie["width_current"] < pcie["width_max"]:
+        yield finding(idx, "pcie_width_degraded", "warning", "%s PCIe link runs at x%d of x%d"
+                      % (label, pcie["width_current"], pcie["width_max"]))
+
+
+def assess(gpus, expected_gpu_count=None):
+    """Return ``{"status": ok|warning|critical, "findings": [...]}`` for a list of per-GPU facts."""
+    findings = []
+    if expected_gpu_count is not None and len(gpus) < expected_gpu_count:
+        findings.append(finding(None, "gpu_count_low", "critical", "%d GPUs visible, %d expected"
+                                % (len(gpus), expected_gpu_count)))
+    # Unconnected NVLink ports are normal on PCIe cards without bridges; a link down matters where the node has
+    # an NVLink fabric, i.e. some GPU has a link up.
+    fabric = any(link.get("active") for gpu in gpus for link in gpu.get("nvlinks") or [])
+    for gpu in gpus:
+        findings.extend(_gpu_findings(gpu, fabric))
+    return {"status": worst(findings), "findings": findings}
+
+
+def worst(findings):
+    rank = max([SEVERITIES.index(f["severity"]) for f in findings] or [0])
+    return SEVERITIES[rank]

@@ -1,0 +1,217 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_facts
+short_description: Gather NVIDIA GPU facts through NVML
+version_added: 0.1.0
+description:
+  - Sets C(ansible_facts.nvidia) from the NVIDIA Management Library (NVML) through nvidia-ml-py, in one NVML session
+    and without running any command.
+  - Also lists the NVIDIA devices on the PCI bus from sysfs, which works before any driver is installed.
+  - Never fails because the host has no GPU, no driver, or a driver that is not loaded; it reports
+    C(nvml_available), C(driver_loaded) and C(reason) instead. A lost GPU gives degraded facts for that GPU and a
+    critical health finding.
+options:
+  gather_subset:
+    description:
+      - What to gather. C(all) gathers everything; a name prefixed with C(!) is left out.
+      - C(basic) (index, name, UUID, PCI bus id, architecture, compute capability, serial, VBIOS) is always gathered.
+      - C(health) also gathers C(ecc), C(thermal), C(clocks), C(nvlink) and C(pcie), which it judges.
+    type: list
+    elements: str
+    default: [all]
+  sysfs_root:
+    description:
+      - Where sysfs is mounted, for the PCI scan. Point it at another tree for image builds in a chroot or for tests.
+    type: path
+    default: /sys
+extends_documentation_fragment:
+  - accelops.gpu.attributes
+  - accelops.gpu.attributes.facts
+  - accelops.gpu.attributes.nvml
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  idempotent:
+    support: full
+author:
+  - accelops.gpu contributors
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
+- name: Show each GPU
+  ansible.builtin.debug:
+    msg: "{{ item.index }}: {{ item.name }} {{ item.memory_total_mib }} MiB"
+  loop: "{{ ansible_facts.nvidia.gpus }}"
+
+- name: Gather only what a scheduler needs, without processes or topology
+  accelops.gpu.gpu_facts:
+    gather_subset: [basic, memory, mig]
+
+- name: Stop when the driver is not loaded
+  ansible.builtin.assert:
+    that: ansible_facts.nvidia.driver_loaded
+    fail_msg: "{{ ansible_facts.nvidia.reason }}"
+
+- name: Choose open kernel modules from the PCI bus, before any driver is installed
+  ansible.builtin.set_fact:
+    use_open_modules: >-
+      {{ ansible_facts.nvidia.pci_devices | selectattr('kind', 'equalto', 'gpu')
+         | map(attribute='open_kernel_modules') | reject('equalto', 'supported') | reject('equalto', 'required')
+         | list | length == 0 }}
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: GPU facts, under the key C(nvidia).
+  returned: always
+  type: complex
+  contains:
+    nvidia:
+      description: What NVML and the PCI bus report. Any value NVML does not support on a GPU is null.
+      returned: always
+      type: dict
+      contains:
+        nvml_available:
+          description: Whether C(libnvidia-ml.so.1) could be loaded.
+          type: bool
+          returned: always
+          sample: true
+        driver_loaded:
+          description: Whether NVML initialised, i.e. the kernel driver is loaded and answers.
+          type: bool
+          returned: always
+          sample: true
+        reason:
+          description: Why NVML is not usable; null when it is.
+          type: str
+          returned: always
+          sample: the NVIDIA kernel driver is not loaded (libnvidia-ml.so.1 is present)
+        driver_version:
+          description: Driver version.
+          type: str
+          returned: always
+          sample: 550.54.15
+        cuda_driver_version:
+          description: Newest CUDA version the driver supports, as major.minor.
+          type: str
+          returned: always
+          sample: "12.4"
+        nvml_version:
+          description: NVML library version.
+          type: str
+          returned: always
+          sample: 12.550.54.15
+        gpu_count:
+          description: Number of GPUs NVML sees (lost ones included).
+          type: int
+          returned: always
+          sample: 8
+        gpus:
+          description:
+            - One entry per GPU, by NVML index. Keys of subsets that were not gathered are absent.
+            - C(basic) index, name, uuid, serial, pci_bus_id, architecture (C(volta), C(ampere), C(hopper), ...),
+              compute_capability, vbios_version, board_part_number, minor_number, lost.
+            - C(state) persistence_mode, compute_mode (C(default), C(exclusive_process), C(prohibited)).
+            - C(memory) memory_total_mib, memory_used_mib, memory_free_mib.
+            - C(thermal) temperature_c, temperature_slowdown_c, temperature_shutdown_c, fan_speed_pct.
+            - C(power) power_draw_w, power_limit_w, power_limit_enforced_w, power_limit_default_w, power_limit_min_w,
+              power_limit_max_w.
+            - C(utilization) utilization_gpu_pct, utilization_memory_pct.
+            - C(ecc) ecc_enabled, ecc_pending, ecc_errors (volatile and aggregate, corrected and uncorrected),
+              remapped_rows (correctable, uncorrectable, pending, failure), retired_pages_pending.
+            - C(clocks) clocks_mhz, clocks_event_reasons.
+            - C(pcie) pcie (gen_current, gen_max, width_current, width_max).
+            - C(nvlink) nvlinks, per link link, active, remote_pci_bus_id, remote_type (C(gpu), C(switch)).
+            - C(mig) mig_mode, mig_mode_pending, mig_devices (index, uuid, name, profile, gpu_instance_id,
+              compute_instance_id, memory_total_mib, memory_used_mib).
+            - C(processes) processes (pid, name, used_memory_mib).
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - index: 0
+              name: NVIDIA H100 80GB HBM3
+              uuid: GPU-4a3c9e4f-2b8d-4c1e-9f7a-0d6b5e3a2c10
+              pci_bus_id: "0000:18:00.0"
+              architecture: hopper
+              compute_capability: "9.0"
+              memory_total_mib: 81559
+              power_limit_w: 700.0
+              persistence_mode: true
+              lost: false
+        topology:
+          description:
+            - GPU by GPU matrix (rows and columns in NVML index order) with the labels of C(nvidia-smi topo -m),
+              C(X) (self), C(NV<n>) (n NVLinks), C(PIX), C(PXB), C(PHB), C(NODE), C(SYS).
+            - Null when not gathered or no GPU answers.
+          type: list
+          elements: list
+          returned: always
+          sample: [["X", "NV18"], ["NV18", "X"]]
+        pci_devices:
+          description:
+            - NVIDIA functions on the PCI bus from sysfs, present even without a driver.
+            - Each has pci_bus_id, vendor_id, device_id, class, kind (C(gpu), C(nvswitch), C(audio), C(usb),
+              C(other)), architecture, open_kernel_modules (C(required), C(supported), C(unsupported)), driver and
+              numa_node.
+          type: list
+          elements: dict
+          returned: always
+          sample:
+            - pci_bus_id: "0000:18:00.0"
+              device_id: "0x2330"
+              kind: gpu
+              architecture: hopper
+              open_kernel_modules: supported
+              driver: nvidia
+        health:
+          description: Overall C(status) (C(ok), C(warning), C(critical)) and C(findings) (gpu, code, severity, message).
+          type: dict
+          returned: always
+          sample: {"status": "ok", "findings": []}
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import SUBSETS, GpuFactsCollector, resolve_subsets
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gather_subset=dict(type="list", elements="str", default=["all"]),
+            sysfs_root=dict(type="path", default="/sys"),
+        ),
+        supports_check_mode=True,
+    )
+    allowed = ("all",) + SUBSETS
+    unknown = [s for s in module.params["gather_subset"] if s.lstrip("!") not in allowed]
+    if unknown:
+        module.fail_json(msg="gather_subset: unknown value(s) %s; allowed: %s, each optionally prefixed with '!'"
+                         % (", ".join(unknown), ", ".join(allowed)))
+    if not _nvml.HAS_PYNVML:
+        module.fail_json(msg=missing_required_lib(_nvml.MISSING_LIB_HINT), exception=_nvml.PYNVML_IMPORT_ERROR)
+
+    with _nvml.NvmlSession() as session:
+        collector = GpuFactsCollector(session, resolve_subsets(module.params["gather_subset"]),
+                                      module.params["sysfs_root"])
+        facts = collector.collect()
+    module.exit_json(changed=False, ansible_facts={"nvidia": facts})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Build the collection tarball, install it into an empty collections path, and render the docs of every module,
+# filter and role from there; check that the playbooks resolve by their collection names.
+# Usage: tests/release-check.sh WORKDIR
+set -euo pipefail
+
+work=${1:?usage: tests/release-check.sh WORKDIR}
+rm -rf "$work"
+mkdir -p "$work/collections"
+
+ansible-galaxy collection build --force --output-path "$work" . >/dev/null
+tarball=$(ls "$work"/accelops-gpu-*.tar.gz)
+echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+
+# Nothing that is not the product goes into the tarball.
+if tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|\.ci)/' >/dev/null; then
+  echo "release-check: the tarball holds files that build_ignore should leave out:" >&2
+  tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|\.ci)/' | head >&2
+  exit 1
+fi
+
+ansible-galaxy collection install --offline -p "$work/collections" "$tarball" >/dev/null
+export ANSIBLE_COLLECTIONS_PATH="$work/collections"
+cd "$work"  # away from the checkout, so nothing resolves from it
+
+check_doc() {  # type name
+  local out
+  if ! out=$(ansible-doc -t "$1" "$2" 2>&1) || ! grep -q "accelops.gpu" <<<"$out" || grep -qi "warning" <<<"$out"; then
+    echo "release-check: ansible-doc -t $1 $2 failed:" >&2
+    echo "$out" | head -20 >&2
+    exit 1
+  fi
+  echo "ansible-doc -t $1 $2: ok"
+}
+
+installed="$work/collections/ansible_collections/accelops/gpu"
+for f in "$installed"/plugins/modules/*.py; do check_doc module "accelops.gpu.$(basename "$f" .py)"; done
+for f in "$installed"/plugins/filter/*.py; do
+  for name in $(python3 - "$f" <<'PY'
+import re, sys
+print(" ".join(re.findall(r'"(\w+)": \w+', open(sys.argv[1]).read().split("def filters", 1)[1])))
+PY
+  ); do check_doc filter "accelops.gpu.$name"; done
+done
+for r in "$installed"/roles/*/; do check_doc role "accelops.gpu.$(basename "$r")"; done
+
+printf 'all:\n  children:\n    gpu_nodes:\n      hosts:\n        node1:\n' >"$work/inventory.yml"
+for p in "$installed"/playbooks/*.yml; do
+  name="accelops.gpu.$(basename "$p" .yml)"
+  ansible-playbook -i "$work/inventory.yml" --syntax-check "$name" >/dev/null
+  echo "ansible-playbook --syntax-check $name: ok"
+done

@@ -1,0 +1,5 @@
+# Lists every file, link and directory of the parts of a node that roles may change, with size, mode and
+# modification time, into $SNAPSHOT. Two snapshots differ exactly when something there was written.
+set -euo pipefail
+find /etc /opt /usr /srv /var/lib/dpkg /var/lib/apt/extended_states /root -xdev \
+  \( -type f -o -type l -o -type d \) -printf '%p %y %s %m %T@\n' 2>/dev/null | LC_ALL=C sort >"$SNAPSHOT"

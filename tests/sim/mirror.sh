@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The local package mirror that simulated nodes install from, served over HTTP on 127.0.0.1 only:
+#   build/mirror/wheels/   Python wheels (nvidia-ml-py), used as pip --find-links
+# Usage: tests/sim/mirror.sh start|stop|url
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mirror="$root/build/mirror"
+port=${MIRROR_PORT:-18080}
+pidfile="$root/build/mirror.pid"
+url="http://127.0.0.1:$port"
+python=${PYTHON:-python3}
+
+fill() {
+  mkdir -p "$mirror/wheels"
+  local version
+  version=$(sed -n 's/^nvidia-ml-py==//p' "$root/requirements.txt")
+  if ! ls "$mirror"/wheels/nvidia_ml_py-"$version"-*.whl >/dev/null 2>&1; then
+    "$python" -m pip download -q --no-deps --dest "$mirror/wheels" "nvidia-ml-py==$version" \
+      2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+  fi
+}
+
+answers() {
+  "$python" - "$url/wheels/" <<'PY'
+import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2).read()
+except Exception:
+    sys.exit(1)
+PY
+}
+
+case "${1:-}" in
+  start)
+    fill
+    if answers; then
+      exit 0
+    fi
+    setsid "$python" -m http.server --bind 127.0.0.1 --directory "$mirror" "$port" \
+      >"$root/build/mirror.log" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+    for _ in $(seq 1 50); do
+      answers && exit 0
+      sleep 0.2
+    done
+    echo "mirror: nothing answers on $url; see build/mirror.log" >&2
+    exit 1
+    ;;
+  stop)
+    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
+    ;;
+  url)
+    echo "$url"
+    ;;
+  *)
+    echo "usage: $0 start|stop|url" >&2
+    exit 2
+    ;;
+esac

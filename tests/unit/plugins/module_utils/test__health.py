@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _health
+
+
+def healthy(index=0, links=18):
+    return {
+        "index": index, "lost": False, "ecc_errors": {"volatile": {"corrected": 3, "uncorrected": 0}},
+        "remapped_rows": {"pending": False, "failure": False}, "retired_pages_pending": False,
+        "temperature_c": 40, "temperature_slowdown_c": 87, "clocks_event_reasons": ["gpu_idle"],
+        "nvlinks": [{"link": n, "active": True} for n in range(links)],
+        "pcie": {"width_current": 16, "width_max": 16},
+    }
+
+
+def test_healthy_node_is_ok():
+    assert _health.assess([healthy(0), healthy(1)]) == {"status": "ok", "findings": []}
+
+
+@pytest.mark.parametrize("change, code, severity", [
+    ({"lost": True}, "gpu_lost", "critical"),
+    ({"ecc_errors": {"volatile": {"uncorrected": 2}}}, "ecc_uncorrected", "critical"),
+    ({"remapped_rows": {"pending": False, "failure": True}}, "row_remap_failure", "critical"),
+    ({"remapped_rows": {"pending": True, "failure": False}}, "row_remap_pending", "warning"),
+    ({"retired_pages_pending": True}, "retired_pages_pending", "warning"),
+    ({"temperature_c": 87}, "temperature_slowdown", "warning"),
+    ({"clocks_event_reasons": ["sw_power_cap", "hw_thermal_slowdown"]}, "clocks_slowdown", "warning"),
+    ({"pcie": {"width_current": 8, "width_max": 16}}, "pcie_width_degraded", "warning"),
+    ({"nvlinks": [{"link": 0, "active": True}, {"link": 1, "active": False}]}, "nvlink_down", "warning"),
+])
+def test_each_fault_gives_one_finding(change, code, severity):
+    bad = healthy(1)
+    bad.update(change)
+    result = _health.assess([healthy(0), bad])
+    assert result["status"] == severity
+    assert [(f["gpu"], f["code"], f["severity"]) for f in result["findings"]] == [(1, code, severity)]
+    assert "GPU 1" in result["findings"][0]["message"]
+
+
+def test_unconnected_nvlinks_without_a_fabric_are_not_a_finding():
+    cards = [dict(healthy(i), nvlinks=[{"link": n, "active": False} for n in range(4)]) for i in range(2)]
+    assert _health.assess(cards)["status"] == "ok"
+
+
+def test_missing_values_are_not_findings():
+    assert _health.assess([{"index": 0, "lost": False, "temperature_c": None, "nvlinks": None}])["status"] == "ok"
+
+
+def test_expected_gpu_count():
+    result = _health.assess([healthy(0)], expected_gpu_count=8)
+    assert result["status"] == "critical"
+    assert result["findings"][0]["code"] == "gpu_count_low"
+    assert "1 GPUs visible, 8 expected" in result["findings"][0]["message"]
