@@ -32,13 +32,18 @@ lock:
 $(FAKENVML): tests/sim/fakenvml/fakenvml.c
 	tests/sim/fakenvml/build.sh $(BUILD)/fakenvml
 
-lint: venv
+# The checkout itself, importable as ansible_collections.accelops.gpu (for ansible-lint and the unit tests).
+LINKED := $(BUILD)/collections/ansible_collections/accelops/gpu
+$(LINKED):
+	mkdir -p $(dir $@) && ln -sfn $(CURDIR) $@
+
+lint: venv $(LINKED)
 	yamllint -s .
 	ruff check .
-	ansible-lint
+	ANSIBLE_COLLECTIONS_PATH=$(BUILD)/collections ansible-lint
 
 sanity: venv
-	tests/sanity.sh $(BUILD)/sanity
+	tests/sanity.sh
 
 units: venv $(FAKENVML)
 	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest tests/unit

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Run `ansible-test sanity` on a copy of the collection at .../ansible_collections/accelops/gpu, as it requires.
-# Usage: tests/sanity.sh WORKDIR
+# The copy lives outside the checkout: inside it, ansible-test would take the checkout's git file list, where the
+# copy is ignored, and find nothing to test.
+# Usage: tests/sanity.sh [WORKDIR]
 set -euo pipefail
 
-work=${1:?usage: tests/sanity.sh WORKDIR}
+work=${1:-${TMPDIR:-/tmp}/accelops-gpu-sanity}
 dest="$work/ansible_collections/accelops/gpu"
 
 # ansible-test bootstraps pip in each of its venvs with a get-pip script from a host this network cannot reach;
@@ -17,13 +19,17 @@ for version in 24_2 24.2; do
 import ensurepip, glob, os, sys
 sys.path.insert(0, glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl"))[0])
 from pip._internal.cli.main import main
-sys.exit(main(["install"] + sys.argv[1:]))
+# get-pip's own flags; this stand-in installs only what it is asked for anyway.
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(main(["install", *args]))
 PY
 done
 
 rm -rf "$dest"
 mkdir -p "$dest"
-git ls-files --cached --others --exclude-standard -z | xargs -0 -I{} sh -c '[ -e "$1" ] && printf "%s\0" "$1"' _ {} |
+# Tracked and new files that exist (a deleted file may still be in the index).
+git ls-files --cached --others --exclude-standard -z |
+  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   tar --null -T - -cf - | tar -C "$dest" -xf -
 cd "$dest"
 ansible-test sanity --venv --python 3.11 --color no

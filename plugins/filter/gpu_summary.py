@@ -18,7 +18,7 @@ options:
     type: dict
     required: true
 author:
-  - accelops.gpu contributors
+  - accelops.gpu maintainers (@accelops)
 """
 
 EXAMPLES = r"""
@@ -57,8 +57,8 @@ def gpu_summary(facts):
     if not facts.get("driver_loaded"):
         devices = [d for d in facts.get("pci_devices") or [] if d.get("kind") == "gpu"]
         return ["no usable NVIDIA driver: %s; %d NVIDIA GPU(s) on the PCI bus" % (facts.get("reason"), len(devices))]
-    lines = ["driver %s, CUDA %s, %d GPU(s)" % (facts.get("driver_version"), facts.get("cuda_driver_version"),
-                                               facts.get("gpu_count", 0))]
+    header = (facts.get("driver_version"), facts.get("cuda_driver_version"), facts.get("gpu_count", 0))
+    lines = ["driver %s, CUDA %s, %d GPU(s)" % header]
     for gpu in facts.get("gpus") or []:
         if gpu.get("lost"):
             lines.append("GPU %s  LOST  health: %s" % (gpu["index"], _gpu_health(facts, gpu["index"])))

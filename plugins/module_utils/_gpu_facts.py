@@ -73,8 +73,8 @@ def normalise_bus_id(bus_id):
     if not bus_id:
         return None
     bus_id = bus_id.lower()
-    domain, _, rest = bus_id.partition(":")
-    return "%04x:%s" % (int(domain, 16), rest) if rest else bus_id
+    domain, sep, rest = bus_id.partition(":")
+    return "%04x%s%s" % (int(domain, 16), sep, rest) if rest else bus_id
 
 
 def mib(value):
@@ -280,7 +280,10 @@ class GpuFactsCollector:
 
     def _clocks(self, h, gpu):
         q = self.nvml.query
-        gpu["clocks_event_reasons"] = clock_event_reason_names(q("nvmlDeviceGetCurrentClocksEventReasons", h))
+        reasons = q("nvmlDeviceGetCurrentClocksEventReasons", h)
+        if reasons is None:  # the name before R535
+            reasons = q("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+        gpu["clocks_event_reasons"] = clock_event_reason_names(reasons)
         gpu["clocks_mhz"] = {
             "graphics": q("nvmlDeviceGetClockInfo", h, NVML_CLOCK_GRAPHICS),
             "sm": q("nvmlDeviceGetClockInfo", h, NVML_CLOCK_SM),
@@ -346,7 +349,10 @@ class GpuFactsCollector:
         gpu["mig_devices"] = devices
 
     def _processes(self, h, gpu):
-        procs = self.nvml.query("nvmlDeviceGetComputeRunningProcesses", h)
+        # The _v3 entry point came with R510; older drivers answer the _v2 one (same record layout).
+        procs = self.nvml.query("nvmlDeviceGetComputeRunningProcesses_v3", h)
+        if procs is None:
+            procs = self.nvml.query("nvmlDeviceGetComputeRunningProcesses_v2", h)
         if procs is None:
             return
         gpu["processes"] = [{

@@ -125,8 +125,11 @@ class NvmlSession:
         :class:`GpuLost` for a lost GPU and :class:`NvmlCallError` for anything else.
         """
         self.calls += 1
+        wrapper = getattr(self.lib, function, None)
+        if wrapper is None:
+            return None  # an nvidia-ml-py release older than this entry point
         try:
-            return getattr(self.lib, function)(*args)
+            return wrapper(*args)
         except self.lib.NVMLError as exc:
             code = getattr(exc, "value", None)
             if code in UNAVAILABLE:

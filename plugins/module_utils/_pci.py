@@ -73,7 +73,7 @@ def _read(path):
     try:
         with open(path) as handle:
             return handle.read().strip()
-    except (IOError, OSError):
+    except OSError:
         return None
 
 
@@ -90,7 +90,7 @@ def scan(sysfs_root="/sys"):
     base = os.path.join(sysfs_root, "bus", "pci", "devices")
     try:
         addresses = sorted(os.listdir(base))
-    except (IOError, OSError):
+    except OSError:
         return []
     devices = []
     for address in addresses:

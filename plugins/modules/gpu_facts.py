@@ -44,7 +44,7 @@ attributes:
   idempotent:
     support: full
 author:
-  - accelops.gpu contributors
+  - accelops.gpu maintainers (@accelops)
 """
 
 EXAMPLES = r"""
@@ -178,7 +178,8 @@ ansible_facts:
               open_kernel_modules: supported
               driver: nvidia
         health:
-          description: Overall C(status) (C(ok), C(warning), C(critical)) and C(findings) (gpu, code, severity, message).
+          description:
+            - Overall C(status) (C(ok), C(warning), C(critical)) and C(findings) (gpu, code, severity, message).
           type: dict
           returned: always
           sample: {"status": "ok", "findings": []}
@@ -187,7 +188,11 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import SUBSETS, GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
+    SUBSETS,
+    GpuFactsCollector,
+    resolve_subsets,
+)
 
 
 def main():
@@ -198,7 +203,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    allowed = ("all",) + SUBSETS
+    allowed = ("all", *SUBSETS)
     unknown = [s for s in module.params["gather_subset"] if s.lstrip("!") not in allowed]
     if unknown:
         module.fail_json(msg="gather_subset: unknown value(s) %s; allowed: %s, each optionally prefixed with '!'"

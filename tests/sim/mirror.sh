@@ -48,7 +48,9 @@ case "${1:-}" in
     exit 1
     ;;
   stop)
-    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    if [ -f "$pidfile" ]; then
+      kill "$(cat "$pidfile")" 2>/dev/null || true
+    fi
     rm -f "$pidfile"
     ;;
   url)

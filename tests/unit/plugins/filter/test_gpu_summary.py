@@ -48,7 +48,7 @@ def test_topology_table_aligns_columns():
 
 @pytest.mark.parametrize("function", [gpu_summary, topology_table])
 def test_wrong_input_names_what_is_expected(function):
-    with pytest.raises(AnsibleFilterError, match="expects ansible_facts.nvidia"):
+    with pytest.raises(AnsibleFilterError, match=r"expects ansible_facts\.nvidia"):
         function("not facts")
 
 

@@ -48,7 +48,7 @@ def test_device_kind(pci_class, kind):
     assert _pci.device_kind(pci_class) == kind
 
 
-def _device(root, address, vendor, device, pci_class, numa="0", driver=None):
+def _device(root, address, vendor, device, pci_class, *, numa="0", driver=None):
     path = root / "bus" / "pci" / "devices" / address
     path.mkdir(parents=True)
     (path / "vendor").write_text("0x%04x\n" % vendor)

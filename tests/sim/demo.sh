@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# make demo: start a simulated 8-GPU DGX H100 node (Debian 12 container, systemd as PID 1, the fake NVML with the
+# dgx-h100 fixture), run playbooks/site.yml against it exactly as against a real server, and show what it found.
+# The node keeps running afterwards for a look around (`docker exec -it accelops-demo-dgx-h100 bash`);
+# the next `make demo` replaces it.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+node=${DEMO_NODE:-accelops-demo-dgx-h100}
+image=accelops-sim/debian12:latest
+fixture=${DEMO_FIXTURE:-dgx-h100}
+work="$root/build/demo"
+lib="$root/build/fakenvml/libnvidia-ml.so.1"
+libdir=/usr/lib/$(uname -m)-linux-gnu
+
+mkdir -p "$work" "$root/build/collections/ansible_collections/accelops"
+ln -sfn "$root" "$root/build/collections/ansible_collections/accelops/gpu"
+
+docker rm -f "$node" >/dev/null 2>&1 || true
+docker run -d --name "$node" --hostname "$node" --network host --tmpfs /run --tmpfs /run/lock \
+  -v /sys/fs/cgroup:/sys/fs/cgroup:ro -v "$lib:$libdir/libnvidia-ml.so.1:ro" \
+  "$image" /lib/systemd/systemd >/dev/null
+
+cat >"$work/inventory.yml" <<YAML
+all:
+  children:
+    gpu_nodes:
+      hosts:
+        $node:
+          ansible_connection: community.docker.docker
+          ansible_python_interpreter: /usr/bin/python3
+          accelops_sim_fixture: $fixture
+  vars:
+    # The simulated node installs nvidia-ml-py from the local mirror and reads PCI devices from its fake sysfs.
+    nvml_python_index_url: ""
+    nvml_python_find_links: ["$("$root/tests/sim/mirror.sh" url)/wheels/"]
+    accelops_gpu_sysfs_root: /etc/accelops-sim/sys
+YAML
+
+export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
+export ANSIBLE_DISPLAY_SKIPPED_HOSTS=false ANSIBLE_NOCOLOR=1
+echo "== preparing the simulated node $node ($fixture)"
+ansible-playbook -i "$work/inventory.yml" "$root/tests/sim/prepare-node.yml" >"$work/prepare.log" ||
+  { tail -n 30 "$work/prepare.log"; exit 1; }
+echo "== ansible-playbook -i $work/inventory.yml playbooks/site.yml"
+ansible-playbook -i "$work/inventory.yml" "$root/playbooks/site.yml" | tee "$work/site.log"
+echo "== the node is still running: docker exec -it $node bash   (remove it: docker rm -f $node)"

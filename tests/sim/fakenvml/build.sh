@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Build the fake NVML library: build.sh [OUTDIR]
+# OUTDIR defaults to build/fakenvml under the repository root; relative paths are taken from the
+# current directory. Rebuilds only when fakenvml.c is newer than the library. Silent on success.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+out=${1:-$root/build/fakenvml}
+src=$here/fakenvml.c
+lib=$out/libnvidia-ml.so.1
+
+mkdir -p "$out"
+if [ ! -e "$lib" ] || [ "$src" -nt "$lib" ]; then
+  tmp=$(mktemp "$out/.libnvidia-ml.so.1.XXXXXX")
+  trap 'rm -f "$tmp"' EXIT
+  "${CC:-gcc}" -O2 -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$tmp" "$src"
+  chmod 0755 "$tmp"
+  mv -f "$tmp" "$lib"
+  trap - EXIT
+fi

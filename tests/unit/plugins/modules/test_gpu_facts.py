@@ -1,0 +1,228 @@
+"""gpu_facts end to end in-process: the module's main(), the real pynvml, the fake libnvidia-ml.so.1, each fixture."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.modules import gpu_facts
+from simnode import FAKENVML_DIR, ROOT, ansible_env, fixture_value, read_fixture
+
+
+def gather(module_result, nvml_fixture, name, **args):
+    path = nvml_fixture(name)
+    rc, result = module_result(gpu_facts, args)
+    assert rc == 0, result
+    assert result["changed"] is False
+    return result["ansible_facts"]["nvidia"], read_fixture(path)
+
+
+def gather_facts(module_result, nvml_fixture, name, **args):
+    return gather(module_result, nvml_fixture, name, **args)[0]
+
+
+def test_dgx_h100_matches_its_fixture(module_result, nvml_fixture):
+    facts, fx = gather(module_result, nvml_fixture, "dgx-h100")
+    assert (facts["nvml_available"], facts["driver_loaded"], facts["reason"]) == (True, True, None)
+    assert facts["driver_version"] == fx["driver_version"] == "550.54.15"
+    assert facts["nvml_version"] == fx["nvml_version"]
+    assert facts["cuda_driver_version"] == "12.4"
+    assert facts["gpu_count"] == len(facts["gpus"]) == 8
+    for gpu in facts["gpus"]:
+        i = gpu["index"]
+        assert gpu["uuid"] == fixture_value(fx, i, "uuid")
+        assert gpu["serial"] == fixture_value(fx, i, "serial")
+        assert gpu["pci_bus_id"] == fixture_value(fx, i, "pci.bus_id").lower()[4:]
+        assert gpu["name"] == "NVIDIA H100 80GB HBM3"
+        assert (gpu["architecture"], gpu["compute_capability"]) == ("hopper", "9.0")
+        assert gpu["memory_total_mib"] == 81559
+        assert gpu["memory_used_mib"] + gpu["memory_free_mib"] == 81559
+        assert gpu["temperature_c"] == int(fixture_value(fx, i, "temperature_c"))
+        assert gpu["power_draw_w"] == round(int(fixture_value(fx, i, "power.usage_mw")) / 1000, 2)
+        assert (gpu["power_limit_w"], gpu["power_limit_min_w"], gpu["power_limit_max_w"]) == (700.0, 200.0, 700.0)
+        assert gpu["persistence_mode"] is True and gpu["compute_mode"] == "default"
+        assert gpu["ecc_enabled"] is True
+        assert gpu["ecc_errors"] == {"volatile": {"corrected": 0, "uncorrected": 0},
+                                     "aggregate": {"corrected": 0, "uncorrected": 0}}
+        assert gpu["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False}
+        assert gpu["retired_pages_pending"] is None  # page retirement does not exist on Hopper
+        assert gpu["mig_mode"] is False and gpu["mig_devices"] == []
+        assert gpu["fan_speed_pct"] is None  # SXM modules have no fans
+        assert gpu["pcie"] == {"gen_current": 5, "gen_max": 5, "width_current": 16, "width_max": 16}
+        assert gpu["clocks_event_reasons"] == ["gpu_idle"]
+        assert gpu["processes"] == []
+        assert len(gpu["nvlinks"]) == 18
+        assert all(link["active"] and link["remote_type"] == "switch" for link in gpu["nvlinks"])
+        assert {link["remote_pci_bus_id"] for link in gpu["nvlinks"]} == {
+            "0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"}
+    assert [row[i] for i, row in enumerate(facts["topology"])] == ["X"] * 8
+    assert {cell for row in facts["topology"] for cell in row} == {"X", "NV18"}
+    assert facts["health"] == {"status": "ok", "findings": []}
+
+
+def test_dgx_a100_reports_mig_devices(module_result, nvml_fixture):
+    facts, fx = gather(module_result, nvml_fixture, "dgx-a100-mig")
+    gpu0, gpu1, gpu2 = facts["gpus"][:3]
+    assert gpu0["mig_mode"] is True and len(gpu0["mig_devices"]) == 7
+    assert {d["profile"] for d in gpu0["mig_devices"]} == {"1g.10gb"}
+    assert [d["uuid"] for d in gpu0["mig_devices"]] == [
+        fixture_value(fx, 0, "uuid", ("mig", n)) for n in range(7)]
+    assert [d["gpu_instance_id"] for d in gpu0["mig_devices"]] == list(range(7, 14))
+    assert all(d["memory_total_mib"] == 9856 for d in gpu0["mig_devices"])
+    assert gpu1["mig_mode"] is True
+    assert sorted(d["profile"] for d in gpu1["mig_devices"]) == ["1g.10gb", "2g.20gb", "3g.40gb"]
+    assert all(d["uuid"].startswith("MIG-") for d in gpu1["mig_devices"])
+    assert gpu2["mig_mode"] is False and gpu2["mig_devices"] == []
+    assert all(len(g["nvlinks"]) == 12 for g in facts["gpus"])
+    assert {cell for row in facts["topology"] for cell in row} == {"X", "NV12"}
+
+
+def test_pcie_l40s_has_no_nvlink_and_no_mig(module_result, nvml_fixture):
+    facts = gather_facts(module_result, nvml_fixture, "pcie-l40s")
+    assert facts["gpu_count"] == 2
+    for gpu in facts["gpus"]:
+        assert (gpu["name"], gpu["architecture"], gpu["compute_capability"]) == ("NVIDIA L40S", "ada", "8.9")
+        assert gpu["nvlinks"] is None
+        assert gpu["mig_mode"] is None and gpu["mig_devices"] is None
+        assert gpu["pcie"]["gen_max"] == 4
+    assert facts["topology"] == [["X", "SYS"], ["SYS", "X"]]
+    assert facts["health"]["status"] == "ok"
+
+
+def test_busy_host_lists_processes_with_names(module_result, nvml_fixture):
+    facts, fx = gather(module_result, nvml_fixture, "busy")
+    procs = facts["gpus"][0]["processes"]
+    assert [(p["pid"], p["name"], p["used_memory_mib"]) for p in procs] == [
+        (21347, "python3", 30412), (21590, "python3", 8120)]
+    assert [p["pid"] for p in facts["gpus"][1]["processes"]] == [int(fx["gpu.1.process.0.pid"])]
+
+
+def test_lost_gpu_gives_degraded_facts_and_a_critical_finding(module_result, nvml_fixture):
+    facts, fx = gather(module_result, nvml_fixture, "gpu-lost")
+    assert facts["gpu_count"] == 4
+    lost = facts["gpus"][2]
+    assert lost["lost"] is True and lost["name"] is None and lost["uuid"] is None
+    assert [g["lost"] for g in facts["gpus"]] == [False, False, True, False]
+    assert facts["gpus"][3]["uuid"] == fixture_value(fx, 3, "uuid")
+    assert facts["health"]["status"] == "critical"
+    codes = [(f["gpu"], f["code"]) for f in facts["health"]["findings"]]
+    assert (2, "gpu_lost") in codes
+    assert facts["topology"][2] == [None, None, "X", None]
+    assert facts["topology"][0][1].startswith("NV")
+
+
+def test_old_driver_degrades_to_null_instead_of_failing(module_result, nvml_fixture):
+    facts = gather_facts(module_result, nvml_fixture, "old-driver")
+    assert facts["driver_version"].startswith("470.")
+    gpu = facts["gpus"][0]
+    assert (gpu["architecture"], gpu["compute_capability"]) == ("volta", "7.0")
+    assert gpu["processes"] == []  # through the _v2 entry point
+    assert gpu["clocks_event_reasons"] == ["gpu_idle"]  # through the pre-R535 name, ...ThrottleReasons
+    assert all(link["remote_type"] is None for link in gpu["nvlinks"] if link["active"])
+    assert gpu["memory_total_mib"] is not None
+
+
+def test_host_without_gpus(module_result, nvml_fixture):
+    facts = gather_facts(module_result, nvml_fixture, "no-gpu")
+    assert (facts["driver_loaded"], facts["gpu_count"], facts["gpus"]) == (True, 0, [])
+    assert facts["topology"] == []
+    assert facts["health"] == {"status": "ok", "findings": []}
+
+
+def test_driver_not_loaded_is_a_fact_not_a_failure(module_result, nvml_fixture):
+    facts = gather_facts(module_result, nvml_fixture, "driver-not-loaded")
+    assert (facts["nvml_available"], facts["driver_loaded"]) == (True, False)
+    assert "not loaded" in facts["reason"]
+    assert facts["gpus"] == [] and facts["driver_version"] is None
+
+
+def test_gather_subset_limits_the_keys(module_result, nvml_fixture):
+    facts = gather_facts(module_result, nvml_fixture, "dgx-h100", gather_subset=["memory"])
+    gpu = facts["gpus"][0]
+    assert gpu["memory_total_mib"] == 81559 and gpu["name"] == "NVIDIA H100 80GB HBM3"
+    for absent in ("nvlinks", "power_limit_w", "processes", "mig_mode"):
+        assert absent not in gpu
+    assert facts["topology"] is None and facts["health"] is None and facts["pci_devices"] is None
+
+
+def test_check_mode_gives_the_same_facts(module_result, nvml_fixture):
+    real = gather_facts(module_result, nvml_fixture, "dgx-h100")
+    checked = gather_facts(module_result, nvml_fixture, "dgx-h100", _ansible_check_mode=True)
+    assert checked == real
+
+
+def test_fixture_is_never_written(module_result, nvml_fixture):
+    path = nvml_fixture("dgx-h100")
+    before = path.read_bytes()
+    module_result(gpu_facts, {})
+    assert path.read_bytes() == before
+
+
+def test_sysfs_root_feeds_pci_devices(module_result, nvml_fixture, tmp_path):
+    subprocess.run([sys.executable, str(ROOT / "tests/sim/mksysfs.py"), str(ROOT / "tests/sim/fixtures/dgx-h100.conf"),
+                    str(tmp_path / "sys")], check=True, capture_output=True)
+    facts = gather_facts(module_result, nvml_fixture, "dgx-h100", sysfs_root=str(tmp_path / "sys"))
+    kinds = [d["kind"] for d in facts["pci_devices"]]
+    assert kinds.count("gpu") == 8 and kinds.count("nvswitch") == 4 and len(kinds) == 12
+    assert {d["architecture"] for d in facts["pci_devices"] if d["kind"] == "gpu"} == {"hopper"}
+    assert {d["driver"] for d in facts["pci_devices"]} == {"nvidia"}
+    nvml_ids = sorted(g["pci_bus_id"] for g in facts["gpus"])
+    assert nvml_ids == sorted(d["pci_bus_id"] for d in facts["pci_devices"] if d["kind"] == "gpu")
+
+
+def test_unknown_subset_is_one_clear_error(module_result, nvml_fixture):
+    nvml_fixture("dgx-h100")
+    rc, result = module_result(gpu_facts, {"gather_subset": ["memory", "gpus", "!nothing"]})
+    assert rc == 1 and result["failed"]
+    assert result["msg"].startswith("gather_subset: unknown value(s) gpus, !nothing; allowed: all, basic,")
+
+
+# Through ansible itself, in processes of their own: what a host without the library or without pynvml sees.
+
+def run_ansible(tmp_path, interpreter, **env):
+    inventory = tmp_path / "hosts"
+    inventory.write_text("localhost ansible_connection=local ansible_python_interpreter=%s\n" % interpreter)
+    out = subprocess.run(
+        [str(ROOT / ".venv/bin/ansible") if (ROOT / ".venv/bin/ansible").exists() else "ansible", "localhost",
+         "-i", str(inventory), "-m", "accelops.gpu.gpu_facts", "-o"],
+        capture_output=True, text=True, env=ansible_env(**env), check=False)
+    line = out.stdout.strip().splitlines()[-1]
+    return json.loads(line.split(" => ", 1)[1])
+
+
+def test_no_library_on_the_host(tmp_path):
+    result = run_ansible(tmp_path, sys.executable, LD_LIBRARY_PATH="", LD_PRELOAD="")
+    facts = result["ansible_facts"]["nvidia"]
+    assert (facts["nvml_available"], facts["driver_loaded"]) == (False, False)
+    assert "libnvidia-ml.so.1 was not found" in facts["reason"]
+
+
+@pytest.fixture
+def bare_python(tmp_path):
+    """A Python without pynvml: a venv of this interpreter that sees no other site-packages."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    return tmp_path / "bare" / "bin" / "python"
+
+
+def test_missing_pynvml_says_what_to_install(tmp_path, bare_python):
+    result = run_ansible(tmp_path, bare_python)
+    assert "ansible_facts" not in result
+    assert result["msg"].startswith("Failed to import the required Python library (nvidia-ml-py")
+    assert "nvidia-ml-py" in result["msg"] and "accelops.gpu.nvml_python" in result["msg"]
+
+
+def test_pynvml_found_through_the_path_variable(tmp_path, bare_python, nvml_fixture):
+    import pynvml
+
+    pylib = tmp_path / "pylib"
+    pylib.mkdir()
+    shutil.copy(pynvml.__file__, pylib)
+    fixture = nvml_fixture("no-gpu")
+    result = run_ansible(tmp_path, bare_python, ACCELOPS_GPU_PYTHONPATH=str(pylib), FAKE_NVML_FIXTURE=str(fixture),
+                         LD_LIBRARY_PATH=str(FAKENVML_DIR))
+    assert "ansible_facts" in result, result
+    assert result["ansible_facts"]["nvidia"]["driver_loaded"] is True

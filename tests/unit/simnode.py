@@ -1,0 +1,60 @@
+"""Helpers for tests that run against the simulated GPU node's parts (fake NVML, fixtures, the collection)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+COLLECTIONS = ROOT / "build" / "collections"
+FIXTURES = ROOT / "tests" / "sim" / "fixtures"
+FAKENVML_DIR = ROOT / "build" / "fakenvml"
+FAKENVML = FAKENVML_DIR / "libnvidia-ml.so.1"
+
+
+def expose_collection():
+    """Make the checkout importable as ansible_collections.accelops.gpu."""
+    link = COLLECTIONS / "ansible_collections" / "accelops" / "gpu"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(ROOT, target_is_directory=True)
+    if str(COLLECTIONS) not in sys.path:
+        sys.path.insert(0, str(COLLECTIONS))
+
+
+def build_fake_nvml():
+    subprocess.run([str(ROOT / "tests" / "sim" / "fakenvml" / "build.sh"), str(FAKENVML_DIR)], check=True)
+    return FAKENVML
+
+
+def read_fixture(path):
+    """The fixture as a dict of key -> value (the same key=value format the library reads)."""
+    values = {}
+    for raw in Path(path).read_text().splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            values[key.strip()] = value.strip()
+    return values
+
+
+def fixture_value(values, gpu, key, item=None):
+    """A per-GPU (or per-link/MIG/process when ``item=(kind, n)``) value, resolving ``*`` defaults like the library."""
+    if item is None:
+        keys = ["gpu.%d.%s" % (gpu, key), "gpu.*.%s" % key]
+    else:
+        kind, n = item
+        keys = ["gpu.%s.%s.%s.%s" % (g, kind, i, key) for g in (gpu, "*") for i in (n, "*")]
+    for k in keys:
+        if k in values:
+            return values[k]
+    return None
+
+
+def ansible_env(**extra):
+    env = dict(os.environ)
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(ROOT / ".ansible"), ANSIBLE_NOCOLOR="1")
+    env.update(extra)
+    return env
