@@ -165,7 +165,8 @@ class GpuFactsCollector:
 
     def collect(self):
         facts = {
-            "nvml_available": False, "driver_loaded": False, "reason": None, "driver_version": None,
+            "pynvml_available": self.nvml.lib is not None, "nvml_available": False, "driver_loaded": False,
+            "reason": None, "driver_version": None,
             "cuda_driver_version": None, "nvml_version": None, "gpu_count": 0, "gpus": [], "topology": None,
             "pci_devices": _pci.scan(self.sysfs_root) if "pci" in self.subsets else None, "health": None,
         }

@@ -15,9 +15,9 @@ import traceback
 NVML_VENV = "/opt/accelops-gpu/nvml"
 PYTHONPATH_ENV = "ACCELOPS_GPU_PYTHONPATH"
 MISSING_LIB_HINT = (
-    "nvidia-ml-py (import name pynvml) for %s at %s: run the accelops.gpu.nvml_python role, "
-    "or install it into a virtual environment at %s"
-) % ("python%d.%d" % sys.version_info[:2], sys.executable, NVML_VENV)
+    "nvidia-ml-py (import name pynvml) is not installed for %s: run the accelops.gpu.nvml_python role, "
+    "or install nvidia-ml-py into a virtual environment at %s"
+) % (sys.executable, NVML_VENV)
 
 
 def _candidate_paths():
@@ -94,6 +94,8 @@ class NvmlSession:
 
     def open(self):
         """Initialise NVML; return ``(nvml_available, driver_loaded, reason)``. Never raises NVML errors."""
+        if self.lib is None:
+            return False, False, MISSING_LIB_HINT
         self.calls += 1
         try:
             self.lib.nvmlInit()

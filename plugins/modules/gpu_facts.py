@@ -13,9 +13,10 @@ description:
   - Sets C(ansible_facts.nvidia) from the NVIDIA Management Library (NVML) through nvidia-ml-py, in one NVML session
     and without running any command.
   - Also lists the NVIDIA devices on the PCI bus from sysfs, which works before any driver is installed.
-  - Never fails because the host has no GPU, no driver, or a driver that is not loaded; it reports
-    C(nvml_available), C(driver_loaded) and C(reason) instead. A lost GPU gives degraded facts for that GPU and a
-    critical health finding.
+  - Never fails because the host has no GPU, no driver, a driver that is not loaded, or no nvidia-ml-py; it reports
+    C(pynvml_available), C(nvml_available), C(driver_loaded) and C(reason) (which says what to install) instead,
+    with the PCI devices, so that playbooks can branch and check mode works on a host not yet set up.
+  - A lost GPU gives degraded facts for that GPU and a critical health finding.
 options:
   gather_subset:
     description:
@@ -84,6 +85,11 @@ ansible_facts:
       returned: always
       type: dict
       contains:
+        pynvml_available:
+          description: Whether nvidia-ml-py (C(pynvml)) could be imported on the managed host.
+          type: bool
+          returned: always
+          sample: true
         nvml_available:
           description: Whether C(libnvidia-ml.so.1) could be loaded.
           type: bool
@@ -95,7 +101,7 @@ ansible_facts:
           returned: always
           sample: true
         reason:
-          description: Why NVML is not usable; null when it is.
+          description: Why NVML is not usable, and what to install where that helps; null when it is usable.
           type: str
           returned: always
           sample: the NVIDIA kernel driver is not loaded (libnvidia-ml.so.1 is present)
@@ -185,7 +191,7 @@ ansible_facts:
           sample: {"status": "ok", "findings": []}
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
@@ -208,9 +214,6 @@ def main():
     if unknown:
         module.fail_json(msg="gather_subset: unknown value(s) %s; allowed: %s, each optionally prefixed with '!'"
                          % (", ".join(unknown), ", ".join(allowed)))
-    if not _nvml.HAS_PYNVML:
-        module.fail_json(msg=missing_required_lib(_nvml.MISSING_LIB_HINT), exception=_nvml.PYNVML_IMPORT_ERROR)
-
     with _nvml.NvmlSession() as session:
         collector = GpuFactsCollector(session, resolve_subsets(module.params["gather_subset"]),
                                       module.params["sysfs_root"])

@@ -25,8 +25,16 @@ esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# The image carries the hash of this script: a changed recipe (say, one more package) rebuilds it, an unchanged one
+# is reused across runs.
+recipe=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
+current() {
+  [ "${ACCELOPS_SIM_REBUILD:-0}" != 1 ] &&
+    [ "$(docker image inspect -f '{{ index .Config.Labels "org.accelops.sim.recipe" }}' "$image" 2>/dev/null)" = "$recipe" ]
+}
+
 # Cheap check first, so that callers (molecule, make demo) pay nothing when the image is there.
-if [ "${ACCELOPS_SIM_REBUILD:-0}" != 1 ] && docker image inspect "$image" >/dev/null 2>&1; then
+if current; then
   echo "$image already present"
   exit 0
 fi
@@ -38,7 +46,7 @@ fi
 lock=/var/lock/accelops-sim-$release.lock
 exec 9>"$lock"
 flock 9
-if [ "${ACCELOPS_SIM_REBUILD:-0}" != 1 ] && docker image inspect "$image" >/dev/null 2>&1; then
+if current; then
   echo "$image already present"
   exit 0
 fi
@@ -114,11 +122,12 @@ fi
 
 # python3-venv: roles build virtualenvs without network (ensurepip's bundled wheels).
 # python3-apt / python3-debian: Ansible's apt and deb822_repository modules.
+# python3-packaging: Ansible's pip module on Pythons without pkg_resources (Debian 13).
 # systemd, systemd-sysv, dbus: systemd as PID 1, systemctl and the service module.
 # pciutils, kmod: lspci / modprobe, which the GPU roles call.
 # locales is not needed: C.UTF-8 ships with libc.
 packages=(
-  python3 python3-venv python3-apt python3-debian
+  python3 python3-venv python3-apt python3-debian python3-packaging
   sudo systemd systemd-sysv dbus
   ca-certificates gnupg curl
   pciutils kmod procps iproute2
@@ -223,6 +232,7 @@ tar --numeric-owner -C "$rootfs" -c . |
     --change 'CMD ["/lib/systemd/systemd"]' \
     --change 'ENV container=docker' \
     --change "LABEL org.accelops.sim.release=$release" \
+    --change "LABEL org.accelops.sim.recipe=$recipe" \
     - "$image" >/dev/null
 
 # SIGRTMIN+3 makes systemd shut down cleanly at once on `docker stop` (SIGTERM would wait for the 10 s kill).

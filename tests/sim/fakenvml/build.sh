@@ -11,6 +11,11 @@ src=$here/fakenvml.c
 lib=$out/libnvidia-ml.so.1
 
 mkdir -p "$out"
+if ! command -v "${CC:-gcc}" >/dev/null 2>&1; then
+  echo "fakenvml: installing gcc" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
+fi
 if [ ! -e "$lib" ] || [ "$src" -nt "$lib" ]; then
   tmp=$(mktemp "$out/.libnvidia-ml.so.1.XXXXXX")
   trap 'rm -f "$tmp"' EXIT

@@ -210,9 +210,11 @@ def bare_python(tmp_path):
 
 def test_missing_pynvml_says_what_to_install(tmp_path, bare_python):
     result = run_ansible(tmp_path, bare_python)
-    assert "ansible_facts" not in result
-    assert result["msg"].startswith("Failed to import the required Python library (nvidia-ml-py")
-    assert "nvidia-ml-py" in result["msg"] and "accelops.gpu.nvml_python" in result["msg"]
+    facts = result["ansible_facts"]["nvidia"]
+    assert (facts["pynvml_available"], facts["nvml_available"], facts["driver_loaded"]) == (False, False, False)
+    assert facts["reason"].startswith("nvidia-ml-py (import name pynvml) is not installed for %s" % bare_python)
+    assert "accelops.gpu.nvml_python" in facts["reason"]
+    assert facts["pci_devices"] is not None
 
 
 def test_pynvml_found_through_the_path_variable(tmp_path, bare_python, nvml_fixture):
