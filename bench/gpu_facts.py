@@ -34,7 +34,7 @@ def in_process(runs):
     from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
 
     times, calls = [], set()
-    for _ in range(runs):
+    for _run in range(runs):
         start = time.perf_counter()
         with NvmlSession() as session:
             facts = GpuFactsCollector(session, resolve_subsets(["all", "!pci"])).collect()
@@ -60,7 +60,7 @@ def round_trips(runs, node, inventory):
     for module in modules:  # warm caches (AnsiballZ payloads, Python bytecode on the node)
         ansible_once(node, inventory, module)
     times = {m: [] for m in modules}
-    for _ in range(runs):
+    for _run in range(runs):
         for module in modules:
             times[module].append(ansible_once(node, inventory, module))
     ping, facts = (statistics.median(times[m]) for m in modules)

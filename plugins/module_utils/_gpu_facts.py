@@ -315,7 +315,7 @@ class GpuFactsCollector:
             remote = self.nvml.query("nvmlDeviceGetNvLinkRemotePciInfo", h, link) if state else None
             remote_type = self.nvml.query("nvmlDeviceGetNvLinkRemoteDeviceType", h, link) if state else None
             links.append({
-                "link": link,
+                "index": link,
                 "active": bool(state),
                 "remote_pci_bus_id": normalise_bus_id(text(remote.busId)) if remote is not None else None,
                 "remote_type": NVLINK_REMOTE_TYPES.get(remote_type),

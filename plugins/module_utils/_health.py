@@ -40,7 +40,7 @@ def _gpu_findings(gpu, fabric):
     if reasons:
         yield finding(idx, "clocks_slowdown", "warning", "%s clocks are held down: %s" % (label, ", ".join(reasons)))
     links = gpu.get("nvlinks") or []
-    down = [link["link"] for link in links if not link.get("active")]
+    down = [link["index"] for link in links if not link.get("active")]
     if down and fabric:
         yield finding(idx, "nvlink_down", "warning", "%s has %d of %d NVLinks down: %s"
                       % (label, len(down), len(links), ", ".join(str(d) for d in down)))

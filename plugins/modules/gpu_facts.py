@@ -140,7 +140,7 @@ ansible_facts:
               remapped_rows (correctable, uncorrectable, pending, failure), retired_pages_pending.
             - C(clocks) clocks_mhz, clocks_event_reasons.
             - C(pcie) pcie (gen_current, gen_max, width_current, width_max).
-            - C(nvlink) nvlinks, per link link, active, remote_pci_bus_id, remote_type (C(gpu), C(switch)).
+            - C(nvlink) nvlinks, per link index, active, remote_pci_bus_id, remote_type (C(gpu), C(switch)).
             - C(mig) mig_mode, mig_mode_pending, mig_devices (index, uuid, name, profile, gpu_instance_id,
               compute_instance_id, memory_total_mib, memory_used_mib).
             - C(processes) processes (pid, name, used_memory_mib).

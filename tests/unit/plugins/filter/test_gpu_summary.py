@@ -10,7 +10,7 @@ FACTS = {
     "gpus": [
         {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559, "temperature_c": 33,
          "power_draw_w": 71.5, "power_limit_w": 700.0, "lost": False,
-         "nvlinks": [{"link": n, "active": n != 3} for n in range(18)]},
+         "nvlinks": [{"index": n, "active": n != 3} for n in range(18)]},
         {"index": 1, "lost": True},
     ],
     "topology": [["X", "NV18"], ["NV18", "X"]],

@@ -42,7 +42,7 @@ def test_clock_event_reason_names():
 
 def gpu(index, bus, links):
     return {"index": index, "pci_bus_id": bus,
-            "nvlinks": [{"link": n, "active": active, "remote_type": kind, "remote_pci_bus_id": remote}
+            "nvlinks": [{"index": n, "active": active, "remote_type": kind, "remote_pci_bus_id": remote}
                         for n, (active, kind, remote) in enumerate(links)]}
 
 

@@ -10,7 +10,7 @@ def healthy(index=0, links=18):
         "index": index, "lost": False, "ecc_errors": {"volatile": {"corrected": 3, "uncorrected": 0}},
         "remapped_rows": {"pending": False, "failure": False}, "retired_pages_pending": False,
         "temperature_c": 40, "temperature_slowdown_c": 87, "clocks_event_reasons": ["gpu_idle"],
-        "nvlinks": [{"link": n, "active": True} for n in range(links)],
+        "nvlinks": [{"index": n, "active": True} for n in range(links)],
         "pcie": {"width_current": 16, "width_max": 16},
     }
 
@@ -28,7 +28,7 @@ def test_healthy_node_is_ok():
     ({"temperature_c": 87}, "temperature_slowdown", "warning"),
     ({"clocks_event_reasons": ["sw_power_cap", "hw_thermal_slowdown"]}, "clocks_slowdown", "warning"),
     ({"pcie": {"width_current": 8, "width_max": 16}}, "pcie_width_degraded", "warning"),
-    ({"nvlinks": [{"link": 0, "active": True}, {"link": 1, "active": False}]}, "nvlink_down", "warning"),
+    ({"nvlinks": [{"index": 0, "active": True}, {"index": 1, "active": False}]}, "nvlink_down", "warning"),
 ])
 def test_each_fault_gives_one_finding(change, code, severity):
     bad = healthy(1)
@@ -40,7 +40,7 @@ def test_each_fault_gives_one_finding(change, code, severity):
 
 
 def test_unconnected_nvlinks_without_a_fabric_are_not_a_finding():
-    cards = [dict(healthy(i), nvlinks=[{"link": n, "active": False} for n in range(4)]) for i in range(2)]
+    cards = [dict(healthy(i), nvlinks=[{"index": n, "active": False} for n in range(4)]) for i in range(2)]
     assert _health.assess(cards)["status"] == "ok"
 
 
