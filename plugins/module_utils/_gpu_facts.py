@@ -13,7 +13,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost,
 SUBSETS = ("basic", "state", "memory", "thermal", "power", "utilization", "ecc", "clocks", "pcie", "nvlink", "mig",
            "processes", "topology", "pci", "health")
 # What the health judgement reads; asking for health gathers these too.
-HEALTH_NEEDS = ("ecc", "thermal", "clocks", "nvlink", "pcie")
+HEALTH_NEEDS = ("state", "ecc", "thermal", "clocks", "nvlink", "pcie", "pci")
 
 ARCHITECTURES = {2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere", 8: "ada", 9: "hopper",
                  10: "blackwell", 13: "rubin"}
@@ -175,10 +175,7 @@ class GpuFactsCollector:
         if loaded:
             self._system(facts)
         if "health" in self.subsets:
-            facts["health"] = _health.assess(facts["gpus"])
-            if not loaded and any(d["kind"] == "gpu" for d in facts["pci_devices"] or []):
-                facts["health"]["findings"].append(_health.finding(None, "driver_unavailable", "critical", reason))
-                facts["health"]["status"] = "critical"
+            facts["health"] = _health.assess_node(facts)
         return facts
 
     def _system(self, facts):

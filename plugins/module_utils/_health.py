@@ -10,7 +10,6 @@ SEVERITIES = ("ok", "warning", "critical")
 # Clock event reasons that mean the GPU is being held back by a fault or by heat, not by idling or by policy.
 SLOWDOWN_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
 
-
 def finding(gpu, code, severity, message):
     return {"gpu": gpu, "code": code, "severity": severity, "message": message}
 
@@ -36,9 +35,10 @@ def _gpu_findings(gpu, fabric):
     if temp is not None and slowdown is not None and temp >= slowdown:
         yield finding(idx, "temperature_slowdown", "warning",
                       "%s is at %d C, at or past its slowdown threshold of %d C" % (label, temp, slowdown))
-    reasons = [r for r in (gpu.get("clocks_event_reasons") or []) if r in SLOWDOWN_REASONS]
-    if reasons:
-        yield finding(idx, "clocks_slowdown", "warning", "%s clocks are held down: %s" % (label, ", ".join(reasons)))
+    reasons = gpu.get("clocks_event_reasons")
+    slow = [r for r in reasons or [] if r in SLOWDOWN_REASONS]
+    if slow:
+        yield finding(idx, "clocks_slowdown", "warning", "%s clocks are held down: %s" % (label, ", ".join(slow)))
     links = gpu.get("nvlinks") or []
     down = [link["index"] for link in links if not link.get("active")]
     if down and fabric:
@@ -48,6 +48,15 @@ def _gpu_findings(gpu, fabric):
     if pcie.get("width_current") and pcie.get("width_max") and pcie["width_current"] < pcie["width_max"]:
         yield finding(idx, "pcie_width_degraded", "warning", "%s PCIe link runs at x%d of x%d"
                       % (label, pcie["width_current"], pcie["width_max"]))
+    # An idle GPU lowers its PCIe generation to save power; below the maximum under load is a fault (a riser, a
+    # slot, a BIOS setting).
+    busy = reasons is not None and "gpu_idle" not in reasons
+    if busy and pcie.get("gen_current") and pcie.get("gen_max") and pcie["gen_current"] < pcie["gen_max"]:
+        yield finding(idx, "pcie_gen_degraded", "warning", "%s PCIe link runs at gen %d of gen %d while busy"
+                      % (label, pcie["gen_current"], pcie["gen_max"]))
+    if gpu.get("persistence_mode") is False:
+        yield finding(idx, "persistence_off", "warning",
+                      "%s has persistence mode off: the driver state is torn down between jobs" % label)
 
 
 def assess(gpus, expected_gpu_count=None):
@@ -64,6 +73,21 @@ def assess(gpus, expected_gpu_count=None):
     return {"status": worst(findings), "findings": findings}
 
 
+def assess_node(facts, expected_gpu_count=None):
+    """Judge a node from its ``ansible_facts.nvidia``: the GPUs, and a driver that GPUs on the bus need."""
+    result = assess(facts.get("gpus") or [], expected_gpu_count)
+    on_bus = [d for d in facts.get("pci_devices") or [] if d.get("kind") == "gpu"]
+    if not facts.get("driver_loaded") and (on_bus or expected_gpu_count):
+        result["findings"].insert(0, finding(None, "driver_unavailable", "critical", facts.get("reason")))
+        result["status"] = worst(result["findings"])
+    return result
+
+
 def worst(findings):
     rank = max([SEVERITIES.index(f["severity"]) for f in findings] or [0])
     return SEVERITIES[rank]
+
+
+def at_least(verdict, threshold):
+    """Whether ``verdict`` is as bad as ``threshold`` (``never`` is never reached)."""
+    return threshold in SEVERITIES and SEVERITIES.index(verdict) >= SEVERITIES.index(threshold) > 0

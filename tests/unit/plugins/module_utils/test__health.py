@@ -11,7 +11,7 @@ def healthy(index=0, links=18):
         "remapped_rows": {"pending": False, "failure": False}, "retired_pages_pending": False,
         "temperature_c": 40, "temperature_slowdown_c": 87, "clocks_event_reasons": ["gpu_idle"],
         "nvlinks": [{"index": n, "active": True} for n in range(links)],
-        "pcie": {"width_current": 16, "width_max": 16},
+        "pcie": {"width_current": 16, "width_max": 16, "gen_current": 5, "gen_max": 5}, "persistence_mode": True,
     }
 
 
@@ -29,6 +29,9 @@ def test_healthy_node_is_ok():
     ({"clocks_event_reasons": ["sw_power_cap", "hw_thermal_slowdown"]}, "clocks_slowdown", "warning"),
     ({"pcie": {"width_current": 8, "width_max": 16}}, "pcie_width_degraded", "warning"),
     ({"nvlinks": [{"index": 0, "active": True}, {"index": 1, "active": False}]}, "nvlink_down", "warning"),
+    ({"persistence_mode": False}, "persistence_off", "warning"),
+    ({"clocks_event_reasons": ["sw_power_cap"], "pcie": {"gen_current": 3, "gen_max": 5}}, "pcie_gen_degraded",
+     "warning"),
 ])
 def test_each_fault_gives_one_finding(change, code, severity):
     bad = healthy(1)
@@ -53,3 +56,31 @@ def test_expected_gpu_count():
     assert result["status"] == "critical"
     assert result["findings"][0]["code"] == "gpu_count_low"
     assert "1 GPUs visible, 8 expected" in result["findings"][0]["message"]
+
+
+def test_an_idle_gpu_may_lower_its_pcie_generation():
+    idle = dict(healthy(0), pcie={"gen_current": 1, "gen_max": 5, "width_current": 16, "width_max": 16})
+    assert _health.assess([idle])["status"] == "ok"
+    unknown = dict(idle, clocks_event_reasons=None)
+    assert _health.assess([unknown])["status"] == "ok"
+
+
+@pytest.mark.parametrize("facts, expected, status, codes", [
+    ({"driver_loaded": False, "reason": "r", "pci_devices": [{"kind": "gpu"}]}, None, "critical",
+     ["driver_unavailable"]),
+    ({"driver_loaded": False, "reason": "r", "pci_devices": [{"kind": "nvswitch"}]}, None, "ok", []),
+    ({"driver_loaded": False, "reason": "r", "pci_devices": []}, 8, "critical", ["driver_unavailable", "gpu_count_low"]),
+    ({"driver_loaded": True, "gpus": [healthy(0)], "pci_devices": [{"kind": "gpu"}]}, 1, "ok", []),
+])
+def test_assess_node(facts, expected, status, codes):
+    result = _health.assess_node(facts, expected)
+    assert result["status"] == status
+    assert [f["code"] for f in result["findings"]] == codes
+
+
+@pytest.mark.parametrize("verdict, threshold, reached", [
+    ("critical", "critical", True), ("warning", "critical", False), ("warning", "warning", True),
+    ("critical", "warning", True), ("ok", "warning", False), ("critical", "never", False), ("ok", "ok", False),
+])
+def test_at_least(verdict, threshold, reached):
+    assert _health.at_least(verdict, threshold) is reached

@@ -1,0 +1,148 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_health
+short_description: Judge the health of a node's NVIDIA GPUs and fail on what matters
+version_added: 0.1.0
+description:
+  - Reads the GPUs through NVML and lists findings, each with the GPU, a code, a severity and a message.
+  - C(critical) findings are C(gpu_lost), C(ecc_uncorrected) (uncorrectable volatile ECC errors),
+    C(row_remap_failure), C(gpu_count_low) (fewer GPUs than O(expected_gpu_count)) and C(driver_unavailable)
+    (GPUs on the PCI bus, or expected, but no usable driver).
+  - C(warning) findings are C(row_remap_pending), C(retired_pages_pending), C(temperature_slowdown) (at or past the
+    slowdown threshold), C(clocks_slowdown) (hardware or thermal slowdown among the clock event reasons),
+    C(nvlink_down) (a link down on a node with an NVLink fabric), C(pcie_width_degraded), C(pcie_gen_degraded)
+    (a busy GPU below its maximum PCIe generation; idle GPUs lower it on purpose) and C(persistence_off).
+  - The verdict is the worst severity found; O(fail_on) decides whether the task fails.
+options:
+  fail_on:
+    description:
+      - The verdict from which the task fails, with a message that lists the findings.
+      - C(never) only reports.
+    type: str
+    choices: [critical, warning, never]
+    default: critical
+  expected_gpu_count:
+    description:
+      - How many GPUs the node should have (for example from the inventory); fewer is a critical finding.
+    type: int
+  sysfs_root:
+    description: Where sysfs is mounted, for the PCI scan that tells a missing driver from a node without GPUs.
+    type: path
+    default: /sys
+extends_documentation_fragment:
+  - accelops.gpu.attributes
+  - accelops.gpu.attributes.nvml
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+seealso:
+  - module: accelops.gpu.gpu_facts
+author:
+  - accelops.gpu maintainers (@accelops)
+"""
+
+EXAMPLES = r"""
+- name: Keep a node with a sick GPU out of the scheduler
+  accelops.gpu.gpu_health:
+    expected_gpu_count: "{{ gpu_count | default(8) }}"
+
+- name: Report only, then decide
+  accelops.gpu.gpu_health:
+    fail_on: never
+  register: health
+
+- name: Drain the node when anything is off
+  ansible.builtin.command: scontrol update nodename={{ inventory_hostname_short }} state=drain reason="{{ health.verdict }}"
+  when: health.verdict != 'ok'
+  changed_when: true
+"""
+
+RETURN = r"""
+verdict:
+  description: The worst severity among the findings.
+  returned: always
+  type: str
+  choices: [ok, warning, critical]
+  sample: critical
+findings:
+  description: What is wrong, worst first in the order of the checks.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    gpu:
+      description: NVML index of the GPU, or null for a node-wide finding.
+      type: int
+      returned: always
+    code:
+      description: What was found (see the module description).
+      type: str
+      returned: always
+    severity:
+      description: C(warning) or C(critical).
+      type: str
+      returned: always
+    message:
+      description: The finding in words.
+      type: str
+      returned: always
+  sample:
+    - gpu: 2
+      code: gpu_lost
+      severity: critical
+      message: "GPU 2 is lost: it fell off the bus or stopped answering"
+gpu_count:
+  description: Number of GPUs NVML sees.
+  returned: always
+  type: int
+  sample: 8
+driver_loaded:
+  description: Whether NVML could be used.
+  returned: always
+  type: bool
+  sample: true
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _health, _nvml
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            fail_on=dict(type="str", choices=["critical", "warning", "never"], default="critical"),
+            expected_gpu_count=dict(type="int"),
+            sysfs_root=dict(type="path", default="/sys"),
+        ),
+        supports_check_mode=True,
+    )
+    expected = module.params["expected_gpu_count"]
+    if expected is not None and expected < 0:
+        module.fail_json(msg="expected_gpu_count must be 0 or more, got %d" % expected)
+
+    with _nvml.NvmlSession() as session:
+        facts = GpuFactsCollector(session, resolve_subsets(["health"]), module.params["sysfs_root"]).collect()
+    result = _health.assess_node(facts, expected)
+    report = dict(changed=False, verdict=result["status"], findings=result["findings"],
+                  gpu_count=facts["gpu_count"], driver_loaded=facts["driver_loaded"])
+    if _health.at_least(result["status"], module.params["fail_on"]):
+        module.fail_json(msg="GPU health is %s: %s" % (result["status"],
+                                                        "; ".join(f["message"] for f in result["findings"])),
+                         **report)
+    module.exit_json(**report)
+
+
+if __name__ == "__main__":
+    main()
