@@ -19,13 +19,13 @@ if tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|
   exit 1
 fi
 
-ansible-galaxy collection install --offline -p "$work/collections" "$tarball" >/dev/null
 export ANSIBLE_COLLECTIONS_PATH="$work/collections"
+ansible-galaxy collection install --offline -p "$work/collections" "$tarball" >/dev/null
 cd "$work"  # away from the checkout, so nothing resolves from it
 
 check_doc() {  # type name
   local out
-  if ! out=$(ansible-doc -t "$1" "$2" 2>&1) || ! grep -q "accelops.gpu" <<<"$out" || grep -qi "warning" <<<"$out"; then
+  if ! out=$(ansible-doc -t "$1" "$2" 2>&1) || ! grep -q "accelops.gpu" <<<"$out" || grep -q '^\[WARNING\]' <<<"$out"; then
     echo "release-check: ansible-doc -t $1 $2 failed:" >&2
     echo "$out" | head -20 >&2
     exit 1

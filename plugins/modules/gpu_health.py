@@ -62,7 +62,8 @@ EXAMPLES = r"""
   register: health
 
 - name: Drain the node when anything is off
-  ansible.builtin.command: scontrol update nodename={{ inventory_hostname_short }} state=drain reason="{{ health.verdict }}"
+  ansible.builtin.command: >-
+    scontrol update nodename={{ inventory_hostname_short }} state=drain reason="GPU health {{ health.verdict }}"
   when: health.verdict != 'ok'
   changed_when: true
 """

@@ -69,7 +69,8 @@ def test_an_idle_gpu_may_lower_its_pcie_generation():
     ({"driver_loaded": False, "reason": "r", "pci_devices": [{"kind": "gpu"}]}, None, "critical",
      ["driver_unavailable"]),
     ({"driver_loaded": False, "reason": "r", "pci_devices": [{"kind": "nvswitch"}]}, None, "ok", []),
-    ({"driver_loaded": False, "reason": "r", "pci_devices": []}, 8, "critical", ["driver_unavailable", "gpu_count_low"]),
+    ({"driver_loaded": False, "reason": "r", "pci_devices": []}, 8, "critical",
+     ["driver_unavailable", "gpu_count_low"]),
     ({"driver_loaded": True, "gpus": [healthy(0)], "pci_devices": [{"kind": "gpu"}]}, 1, "ok", []),
 ])
 def test_assess_node(facts, expected, status, codes):

@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: desired GPU settings against NVML's current ones, validated first."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NVML_ERROR_NO_PERMISSION, GpuLost, NvmlCallError
+
+COMPUTE_MODES = {"default": 0, "prohibited": 2, "exclusive_process": 3}
+COMPUTE_MODE_NAMES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
+SETTINGS = ("persistence_mode", "power_limit_w", "compute_mode", "ecc_mode", "mig_mode", "locked_clocks_mhz")
+# ECC and MIG mode changes are stored as pending by the driver and take effect at the next GPU reset or reboot.
+PENDING_SETTINGS = ("ecc_mode", "mig_mode")
+NVML_CLOCK_GRAPHICS = 0
+LOCKED_CLOCKS_FILE = "locked-clocks.json"
+
+
+class ConfigError(Exception):
+    """Invalid input or a request this node cannot satisfy; nothing has been changed."""
+
+
+def resolve_targets(selectors, gpus):
+    """Indexes of the GPUs that ``selectors`` name (``all``, indexes as strings or ints, UUIDs), in index order."""
+    by_uuid = {gpu["uuid"].lower(): gpu["index"] for gpu in gpus if gpu.get("uuid")}
+    indexes = [gpu["index"] for gpu in gpus]
+    if not selectors:
+        raise ConfigError("gpus: give 'all' or a list of GPU indexes or UUIDs, got an empty list")
+    if "all" in selectors:
+        if len(selectors) > 1:
+            raise ConfigError("gpus: 'all' cannot be combined with other selectors, got %s" % ", ".join(selectors))
+        return indexes
+    chosen = set()
+    for raw in selectors:
+        selector = str(raw).strip()
+        if selector.isdigit():
+            if int(selector) not in indexes:
+                raise ConfigError("gpus: index %s is out of range; this node has GPUs %s"
+                                  % (selector, describe_range(indexes)))
+            chosen.add(int(selector))
+        elif selector.lower() in by_uuid:
+            chosen.add(by_uuid[selector.lower()])
+        elif selector.upper().startswith("GPU-"):
+            raise ConfigError("gpus: no GPU with UUID %s on this node; its GPUs are %s"
+                              % (selector, ", ".join(sorted(by_uuid))))
+        else:
+            raise ConfigError("gpus: '%s' is neither 'all', a GPU index nor a GPU UUID (GPU-...)" % selector)
+    return sorted(chosen)
+
+
+def describe_range(indexes):
+    if not indexes:
+        return "none"
+    return "%d-%d" % (indexes[0], indexes[-1]) if len(indexes) > 1 else str(indexes[0])
+
+
+def normalise_clocks(value):
+    """``{"min": int, "max": int}``, ``"reset"`` or None from the user's ``locked_clocks_mhz``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() == "reset":
+            return "reset"
+        raise ConfigError("locked_clocks_mhz: give {min: MHz, max: MHz} or 'reset', got '%s'" % value)
+    if not isinstance(value, dict) or set(value) != {"min", "max"}:
+        raise ConfigError("locked_clocks_mhz: give exactly the keys min and max (MHz), or 'reset', got %s" % (value,))
+    try:
+        low, high = int(value["min"]), int(value["max"])
+    except (TypeError, ValueError):
+        raise ConfigError("locked_clocks_mhz: min and max must be whole MHz, got %s" % (value,)) from None
+    if low <= 0 or high <= 0 or low > high:
+        raise ConfigError("locked_clocks_mhz: need 0 < min <= max, got min %d and max %d" % (low, high))
+    return {"min": low, "max": high}
+
+
+class LockedClocksMemory:
+    """NVML has no getter for locked clocks: remember what was set, per GPU UUID, in a file under /run, which a
+    reboot clears along with the locks themselves."""
+
+    def __init__(self, state_dir):
+        self.path = os.path.join(state_dir, LOCKED_CLOCKS_FILE)
+
+    def load(self):
+        try:
+            with open(self.path) as handle:
+                data = json.load(handle)
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def save(self, data):
+        directory = os.path.dirname(self.path)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(data, handle, sort_keys=True)
+        os.rename(tmp, self.path)
+
+
+class GpuConfigurator:
+    """Reads, validates, plans and applies settings for the targeted GPUs of one NVML session."""
+
+    def __init__(self, session, memory):
+        self.nvml = session
+        self.memory = memory
+        self.locked = memory.load()
+
+    def inventory(self):
+        """Every GPU as {index, uuid, handle, lost}."""
+        gpus = []
+        for index in range(self.nvml.query("nvmlDeviceGetCount") or 0):
+            handle = self.nvml.call("nvmlDeviceGetHandleByIndex", index)
+            entry = {"index": index, "handle": handle, "uuid": None, "lost": False}
+            try:
+                uuid = self.nvml.call("nvmlDeviceGetUUID", handle)
+                entry["uuid"] = uuid.decode() if isinstance(uuid, bytes) else uuid
+            except GpuLost:
+                entry["lost"] = True
+            gpus.append(entry)
+        return gpus
+
+    def read(self, gpu):
+        """Current settings of one GPU; a setting NVML does not support here is None."""
+        q, h = self.nvml.query, gpu["handle"]
+        persistence = q("nvmlDeviceGetPersistenceMode", h)
+        limits = q("nvmlDeviceGetPowerManagementLimitConstraints", h)
+        limit = q("nvmlDeviceGetPowerManagementLimit", h)
+        ecc = q("nvmlDeviceGetEccMode", h)
+        mig = q("nvmlDeviceGetMigMode", h)
+        mem_clocks = q("nvmlDeviceGetSupportedMemoryClocks", h)
+        graphics = q("nvmlDeviceGetSupportedGraphicsClocks", h, max(mem_clocks)) if mem_clocks else None
+        return {
+            "persistence_mode": None if persistence is None else bool(persistence),
+            "power_limit_w": None if limit is None else limit / 1000.0,
+            "power_limit_min_w": limits[0] / 1000.0 if limits else None,
+            "power_limit_max_w": limits[1] / 1000.0 if limits else None,
+            "compute_mode": COMPUTE_MODE_NAMES.get(q("nvmlDeviceGetComputeMode", h)),
+            "ecc_mode": bool(ecc[0]) if ecc else None,
+            "ecc_mode_pending": bool(ecc[1]) if ecc else None,
+            "mig_mode": bool(mig[0]) if mig else None,
+            "mig_mode_pending": bool(mig[1]) if mig else None,
+            "locked_clocks_mhz": self.locked.get(gpu["uuid"]),
+            "supported_graphics_clocks_mhz": sorted(graphics) if graphics else None,
+            "max_graphics_clock_mhz": q("nvmlDeviceGetMaxClockInfo", h, NVML_CLOCK_GRAPHICS),
+        }
+
+    @staticmethod
+    def validate(desired, current, label):
+        """Every reason why ``desired`` cannot be applied to this GPU, as messages naming the GPU and setting."""
+        errors = []
+        for setting in ("persistence_mode", "compute_mode", "ecc_mode", "mig_mode"):
+            if desired.get(setting) is not None and current[setting] is None:
+                errors.append("%s: %s is not supported on this GPU" % (label, setting))
+        power = desired.get("power_limit_w")
+        if power is not None:
+            low, high = current["power_limit_min_w"], current["power_limit_max_w"]
+            if low is None or high is None:
+                errors.append("%s: power_limit_w is not supported on this GPU (no power management)" % label)
+            elif not low <= power <= high:
+                errors.append("%s: power_limit_w %s is outside this GPU's range %g-%g W" % (label, power, low, high))
+        clocks = desired.get("locked_clocks_mhz")
+        if isinstance(clocks, dict):
+            supported = current["supported_graphics_clocks_mhz"]
+            ceiling = current["max_graphics_clock_mhz"]
+            if supported:
+                for end in ("min", "max"):
+                    if clocks[end] not in supported:
+                        nearest = sorted(supported, key=lambda c, v=clocks[end]: abs(c - v))[:2]
+                        errors.append("%s: locked_clocks_mhz.%s %d MHz is not a supported graphics clock; nearest: %s"
+                                      % (label, end, clocks[end], ", ".join(str(c) for c in sorted(nearest))))
+            elif ceiling:
+                if clocks["max"] > ceiling:
+                    errors.append("%s: locked_clocks_mhz.max %d MHz is above this GPU's maximum of %d MHz"
+                                  % (label, clocks["max"], ceiling))
+            else:
+                errors.append("%s: locked_clocks_mhz is not supported on this GPU" % label)
+        return errors
+
+    @staticmethod
+    def view(current, changes=None):
+        """The user-facing state of one GPU, with ``changes`` applied (pending settings land in *_pending)."""
+        state = {k: current[k] for k in ("persistence_mode", "power_limit_w", "compute_mode", "ecc_mode",
+                                         "ecc_mode_pending", "mig_mode", "mig_mode_pending", "locked_clocks_mhz")}
+        for setting, (_before, after) in (changes or {}).items():
+            state[setting + "_pending" if setting in PENDING_SETTINGS else setting] = after
+        return state
+
+    @staticmethod
+    def reset_pending(state):
+        """Settings stored by the driver that take effect only after a GPU reset or reboot."""
+        return [s for s in PENDING_SETTINGS if state[s] is not None and state[s + "_pending"] != state[s]]
+
+    @staticmethod
+    def plan(desired, current):
+        """``{setting: (before, after)}`` for what must change; pending settings compare with the pending value."""
+        changes = {}
+        for setting in ("persistence_mode", "compute_mode"):
+            if desired.get(setting) is not None and desired[setting] != current[setting]:
+                changes[setting] = (current[setting], desired[setting])
+        power = desired.get("power_limit_w")
+        if power is not None and abs(power - current["power_limit_w"]) >= 0.001:
+            changes["power_limit_w"] = (current["power_limit_w"], desired["power_limit_w"])
+        for setting in PENDING_SETTINGS:
+            if desired.get(setting) is not None and desired[setting] != current[setting + "_pending"]:
+                changes[setting] = (current[setting + "_pending"], desired[setting])
+        clocks = desired.get("locked_clocks_mhz")
+        if clocks == "reset" and current["locked_clocks_mhz"] is not None:
+            changes["locked_clocks_mhz"] = (current["locked_clocks_mhz"], None)
+        elif isinstance(clocks, dict) and clocks != current["locked_clocks_mhz"]:
+            changes["locked_clocks_mhz"] = (current["locked_clocks_mhz"], clocks)
+        return changes
+
+    def apply(self, gpu, changes, label):
+        h = gpu["handle"]
+        steps = {
+            "persistence_mode": lambda v: self.nvml.call("nvmlDeviceSetPersistenceMode", h, int(v)),
+            "power_limit_w": lambda v: self.nvml.call("nvmlDeviceSetPowerManagementLimit", h, round(v * 1000)),
+            "compute_mode": lambda v: self.nvml.call("nvmlDeviceSetComputeMode", h, COMPUTE_MODES[v]),
+            "ecc_mode": lambda v: self.nvml.call("nvmlDeviceSetEccMode", h, int(v)),
+            "mig_mode": lambda v: self.nvml.call("nvmlDeviceSetMigMode", h, int(v)),
+            "locked_clocks_mhz": lambda v: (self.nvml.call("nvmlDeviceResetGpuLockedClocks", h) if v is None else
+                                            self.nvml.call("nvmlDeviceSetGpuLockedClocks", h, v["min"], v["max"])),
+        }
+        for setting in SETTINGS:
+            if setting not in changes:
+                continue
+            after = changes[setting][1]
+            try:
+                steps[setting](after)
+            except NvmlCallError as exc:
+                hint = " (run as root: become: true)" if exc.code == NVML_ERROR_NO_PERMISSION else ""
+                raise ConfigError("%s: setting %s to %s failed: %s%s" % (label, setting, after, exc.message, hint)) \
+                    from None
+            if setting == "locked_clocks_mhz":
+                if after is None:
+                    self.locked.pop(gpu["uuid"], None)
+                else:
+                    self.locked[gpu["uuid"]] = after
+                self.memory.save(self.locked)

@@ -1,0 +1,263 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_config
+short_description: Set NVIDIA GPU persistence, power limit, compute mode, ECC, MIG mode and locked clocks
+version_added: 0.1.0
+description:
+  - Declares the settings some or all GPUs should have and changes, through NVML, only what differs.
+  - Validates every requested value against every targeted GPU first (power within that GPU's limits, the feature
+    supported, clocks among its supported graphics clocks) and changes nothing at all when any value is invalid.
+  - ECC and MIG mode changes are stored as pending by the driver and apply at the next GPU reset or reboot; the
+    result says which GPUs need one (RV(reset_required), RV(gpus[].pending)).
+  - The driver forgets persistence, power limit, compute mode and locked clocks when it is reloaded; the
+    C(accelops.gpu.gpu_settings) role re-applies them at boot.
+  - A lost GPU among the targets fails the task before anything changes, unless O(skip_lost=true), which leaves
+    the lost GPUs out (listed in RV(skipped)) and handles the others.
+options:
+  gpus:
+    description: C(all), or GPU indexes and UUIDs (C(GPU-...)).
+    type: list
+    elements: str
+    default: [all]
+  persistence_mode:
+    description: Keep the driver initialised when no client is attached (recommended on servers).
+    type: bool
+  power_limit_w:
+    description: Board power limit in watts, within the GPU's minimum and maximum.
+    type: float
+  compute_mode:
+    description: Who may create CUDA contexts. C(exclusive_process) allows one process per GPU (for schedulers).
+    type: str
+    choices: [default, exclusive_process, prohibited]
+  ecc_mode:
+    description: ECC memory protection; the change is pending until the GPU is reset.
+    type: bool
+  mig_mode:
+    description: Multi-Instance GPU mode; the change is pending until the GPU is reset. Lay out instances with
+      M(accelops.gpu.gpu_mig).
+    type: bool
+  locked_clocks_mhz:
+    description:
+      - Lock the graphics clock into a range, as a dictionary C({min, max}) in MHz, each among the GPU's supported
+        graphics clocks; or C(reset) to unlock.
+      - NVML cannot read locked clocks back, so the module remembers what it set under O(state_dir) (cleared at
+        reboot, as the locks are).
+    type: raw
+  skip_lost:
+    description: Leave lost GPUs out and handle the others, instead of failing before any change.
+    type: bool
+    default: false
+  state_dir:
+    description: Where the module remembers the locked clocks it set.
+    type: path
+    default: /run/accelops-gpu
+extends_documentation_fragment:
+  - accelops.gpu.attributes
+  - accelops.gpu.attributes.nvml
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+notes:
+  - Needs root on the managed host (C(become=true)).
+seealso:
+  - module: accelops.gpu.gpu_mig
+  - module: accelops.gpu.gpu_facts
+author:
+  - accelops.gpu maintainers (@accelops)
+"""
+
+EXAMPLES = r"""
+- name: Persistence on and exclusive-process compute mode on every GPU, for a scheduler
+  accelops.gpu.gpu_config:
+    persistence_mode: true
+    compute_mode: exclusive_process
+  become: true
+
+- name: Cap GPUs 0 and 1 of a hot rack at 500 W
+  accelops.gpu.gpu_config:
+    gpus: [0, 1]
+    power_limit_w: 500
+  become: true
+
+- name: Lock graphics clocks for reproducible benchmarks
+  accelops.gpu.gpu_config:
+    locked_clocks_mhz: {min: 1980, max: 1980}
+  become: true
+
+- name: Unlock them again
+  accelops.gpu.gpu_config:
+    locked_clocks_mhz: reset
+  become: true
+
+- name: Enable MIG on one GPU by UUID and tell whether a reset is needed
+  accelops.gpu.gpu_config:
+    gpus: [GPU-5b357cbf-a18f-4d4b-a1fa-e80574e9a835]
+    mig_mode: true
+  become: true
+  register: mig
+
+- name: Report the pending reset
+  ansible.builtin.debug:
+    msg: "Reset GPUs {{ mig.pending_reset | join(', ') }} (nvidia-smi -r) or reboot to enable MIG"
+  when: mig.reset_required
+"""
+
+RETURN = r"""
+gpus:
+  description: Each targeted GPU with its settings before and after, and what changed.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: NVML index.
+      type: int
+      returned: always
+    uuid:
+      description: GPU UUID.
+      type: str
+      returned: always
+    before:
+      description: Settings before the run (persistence_mode, power_limit_w, compute_mode, ecc_mode,
+        ecc_mode_pending, mig_mode, mig_mode_pending, locked_clocks_mhz).
+      type: dict
+      returned: always
+    after:
+      description: Settings after the run (in check mode, what they would be).
+      type: dict
+      returned: always
+    changed:
+      description: The settings that changed (or would change).
+      type: list
+      elements: str
+      returned: always
+    pending:
+      description: Settings that take effect only after a GPU reset or reboot (C(ecc_mode), C(mig_mode)).
+      type: list
+      elements: str
+      returned: always
+  sample:
+    - index: 0
+      uuid: GPU-5b357cbf-a18f-4d4b-a1fa-e80574e9a835
+      before: {persistence_mode: false, power_limit_w: 700.0, compute_mode: default}
+      after: {persistence_mode: true, power_limit_w: 500.0, compute_mode: exclusive_process}
+      changed: [persistence_mode, power_limit_w, compute_mode]
+      pending: []
+reset_required:
+  description: Whether some GPU has an ECC or MIG mode change pending until a GPU reset or reboot.
+  returned: always
+  type: bool
+  sample: false
+pending_reset:
+  description: Indexes of the GPUs that need a reset for a pending change.
+  returned: always
+  type: list
+  elements: int
+  sample: []
+skipped:
+  description: Indexes of lost GPUs left out with O(skip_lost=true).
+  returned: always
+  type: list
+  elements: int
+  sample: []
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
+    SETTINGS,
+    ConfigError,
+    GpuConfigurator,
+    LockedClocksMemory,
+    normalise_clocks,
+    resolve_targets,
+)
+
+
+def configure(module, session):
+    params = module.params
+    desired = {k: params[k] for k in SETTINGS}
+    desired["locked_clocks_mhz"] = normalise_clocks(params["locked_clocks_mhz"])
+    if desired["power_limit_w"] is not None and desired["power_limit_w"] <= 0:
+        raise ConfigError("power_limit_w must be a positive number of watts, got %s" % desired["power_limit_w"])
+    _available, loaded, reason = session.open()
+    if not loaded:
+        raise ConfigError("NVML is not usable on this host: %s" % reason)
+    if os.geteuid() != 0 and not module.check_mode:
+        raise ConfigError("changing GPU settings needs root: run the task with become: true")
+
+    configurator = GpuConfigurator(session, LockedClocksMemory(params["state_dir"]))
+    inventory = configurator.inventory()
+    targets = [inventory[i] for i in resolve_targets(params["gpus"], inventory)]
+    lost = [gpu["index"] for gpu in targets if gpu["lost"]]
+    if lost and not params["skip_lost"]:
+        raise ConfigError("GPU %s is lost; nothing was changed (skip_lost: true handles the others)"
+                          % ", ".join(str(i) for i in lost))
+    targets = [gpu for gpu in targets if not gpu["lost"]]
+
+    current = {gpu["index"]: configurator.read(gpu) for gpu in targets}
+    errors = [error for gpu in targets
+              for error in configurator.validate(desired, current[gpu["index"]], "GPU %d" % gpu["index"])]
+    if errors:
+        raise ConfigError("nothing was changed: " + "; ".join(errors))
+
+    results = []
+    for gpu in targets:
+        before = current[gpu["index"]]
+        changes = configurator.plan(desired, before)
+        if changes and not module.check_mode:
+            configurator.apply(gpu, changes, "GPU %d" % gpu["index"])
+        after = configurator.view(before, changes)
+        results.append({"index": gpu["index"], "uuid": gpu["uuid"], "before": configurator.view(before),
+                        "after": after, "changed": [s for s in SETTINGS if s in changes],
+                        "pending": configurator.reset_pending(after)})
+    return results, lost
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gpus=dict(type="list", elements="str", default=["all"]),
+            persistence_mode=dict(type="bool"),
+            power_limit_w=dict(type="float"),
+            compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
+            ecc_mode=dict(type="bool"),
+            mig_mode=dict(type="bool"),
+            locked_clocks_mhz=dict(type="raw"),
+            skip_lost=dict(type="bool", default=False),
+            state_dir=dict(type="path", default="/run/accelops-gpu"),
+        ),
+        required_one_of=[list(SETTINGS)],
+        supports_check_mode=True,
+    )
+    if not _nvml.HAS_PYNVML:
+        module.fail_json(msg=_nvml.MISSING_LIB_HINT, exception=_nvml.PYNVML_IMPORT_ERROR)
+    try:
+        with _nvml.NvmlSession() as session:
+            results, skipped = configure(module, session)
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc))
+    changed = any(r["changed"] for r in results)
+    pending = [r["index"] for r in results if r["pending"]]
+    result = dict(changed=changed, gpus=results, reset_required=bool(pending), pending_reset=pending, skipped=skipped)
+    if module._diff:
+        result["diff"] = {"before": {"GPU %d" % r["index"]: r["before"] for r in results},
+                          "after": {"GPU %d" % r["index"]: r["after"] for r in results}}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""gpu_config against the fake NVML: check/real/idempotent runs, pending modes, locked clocks, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.modules import gpu_config
+from simnode import FIXTURES, read_fixture
+
+H100_GPU3 = "GPU-cc7c40c4-84fc-4d1d-949b-5a14d0863ef9"
+
+
+@pytest.fixture
+def configure(module_result, nvml_fixture, tmp_path):
+    """configure(fixture name, **args) -> (rc, result, fixture path); state under tmp_path."""
+    paths = {}
+
+    def run(name, **args):
+        if name not in paths:
+            paths[name] = nvml_fixture(name)
+        args.setdefault("state_dir", str(tmp_path / "state"))
+        rc, result = module_result(gpu_config, args)
+        return rc, result, paths[name]
+
+    return run
+
+
+def test_check_then_real_then_idempotent(configure):
+    args = dict(persistence_mode=False, compute_mode="exclusive_process", power_limit_w=500)
+    rc, checked, path = configure("dgx-h100", _ansible_check_mode=True, **args)
+    before = path.read_bytes()
+    assert rc == 0 and checked["changed"] is True
+    assert [g["changed"] for g in checked["gpus"]] == [["persistence_mode", "power_limit_w", "compute_mode"]] * 8
+    assert path.read_bytes() == before  # check mode wrote nothing
+
+    rc, real, _path = configure("dgx-h100", **args)
+    assert rc == 0 and real["changed"] is True
+    assert real["gpus"] == checked["gpus"]
+    values = read_fixture(path)
+    for i in range(8):
+        assert values["gpu.%d.persistence_mode" % i] == "0"
+        assert values["gpu.%d.compute_mode" % i] == "3"
+        assert values["gpu.%d.power.limit_mw" % i] == "500000"
+    assert real["gpus"][0]["after"]["power_limit_w"] == 500.0
+    assert real["gpus"][0]["before"]["power_limit_w"] == 700.0
+
+    rc, again, _path = configure("dgx-h100", **args)
+    assert rc == 0 and again["changed"] is False
+    assert all(g["changed"] == [] for g in again["gpus"])
+    assert again["gpus"][5]["before"]["compute_mode"] == "exclusive_process"
+
+
+def test_select_by_index_and_uuid(configure):
+    rc, result, path = configure("dgx-h100", gpus=["1", H100_GPU3], persistence_mode=False)
+    assert rc == 0 and [g["index"] for g in result["gpus"]] == [1, 3]
+    values = read_fixture(path)
+    assert [values.get("gpu.%d.persistence_mode" % i, values["gpu.*.persistence_mode"]) for i in range(5)] == \
+        ["1", "0", "1", "0", "1"]
+
+
+@pytest.mark.parametrize("setting, key", [("ecc_mode", "ecc.pending"), ("mig_mode", "mig.pending")])
+def test_ecc_and_mig_changes_wait_for_a_reset(configure, setting, key):
+    value = setting == "mig_mode"  # H100 fixture: ECC on, MIG off; request the other state
+    rc, result, path = configure("dgx-h100", gpus=["0"], **{setting: value})
+    assert rc == 0 and result["changed"] and result["reset_required"] is True
+    assert result["pending_reset"] == [0]
+    assert result["gpus"][0]["pending"] == [setting]
+    assert result["gpus"][0]["after"][setting + "_pending"] is value
+    assert result["gpus"][0]["after"][setting] is (not value)  # still the current mode until the reset
+    assert read_fixture(path)["gpu.0." + key] == str(int(value))
+    rc, again, _path = configure("dgx-h100", gpus=["0"], **{setting: value})
+    assert again["changed"] is False and again["reset_required"] is True
+
+
+def test_locked_clocks_are_remembered_and_reset(configure, tmp_path):
+    lock = {"min": 1500, "max": 1980}
+    rc, result, path = configure("dgx-h100", gpus=["2"], locked_clocks_mhz=lock)
+    assert rc == 0 and result["changed"] and result["gpus"][0]["after"]["locked_clocks_mhz"] == lock
+    values = read_fixture(path)
+    assert (values["gpu.2.clocks.locked_min_mhz"], values["gpu.2.clocks.locked_max_mhz"]) == ("1500", "1980")
+    assert (tmp_path / "state" / "locked-clocks.json").exists()
+    assert configure("dgx-h100", gpus=["2"], locked_clocks_mhz=lock)[1]["changed"] is False
+    rc, reset, _path = configure("dgx-h100", gpus=["2"], locked_clocks_mhz="reset")
+    assert reset["changed"] is True and reset["gpus"][0]["after"]["locked_clocks_mhz"] is None
+    assert "gpu.2.clocks.locked_min_mhz" not in read_fixture(path)
+    assert configure("dgx-h100", gpus=["2"], locked_clocks_mhz="reset")[1]["changed"] is False
+
+
+def test_diff_shows_before_and_after(configure):
+    _rc, result, _path = configure("dgx-h100", gpus=["0"], power_limit_w=650, _ansible_diff=True)
+    assert result["diff"]["before"]["GPU 0"]["power_limit_w"] == 700.0
+    assert result["diff"]["after"]["GPU 0"]["power_limit_w"] == 650.0
+
+
+def test_lost_gpu_stops_everything_by_default(configure):
+    rc, result, path = configure("gpu-lost", persistence_mode=False)
+    before = path.read_bytes()
+    assert rc == 1 and result["msg"] == "GPU 2 is lost; nothing was changed (skip_lost: true handles the others)"
+    assert path.read_bytes() == before
+
+
+def test_skip_lost_handles_the_others(configure):
+    rc, result, path = configure("gpu-lost", persistence_mode=False, skip_lost=True)
+    assert rc == 0 and result["skipped"] == [2]
+    assert [g["index"] for g in result["gpus"]] == [0, 1, 3]
+    values = read_fixture(path)
+    assert [values.get("gpu.%d.persistence_mode" % i) for i in (0, 1, 3)] == ["0", "0", "0"]
+
+
+def test_no_permission_names_gpu_and_setting(configure):
+    name = "dgx-h100"
+    _rc, _result, path = configure(name, gpus=["0"], compute_mode="prohibited", _ansible_check_mode=True)
+    with path.open("a") as handle:
+        handle.write("setters_error=NO_PERMISSION\n")
+    before = path.read_bytes()
+    rc, result, _path = configure(name, gpus=["0"], compute_mode="prohibited")
+    assert rc == 1
+    assert result["msg"].startswith("GPU 0: setting compute_mode to prohibited failed: ")
+    assert "become: true" in result["msg"]
+    assert path.read_bytes() == before
+
+
+BAD_INPUT = [
+    ("dgx-h100", {"power_limit_w": 800}, "GPU 0: power_limit_w 800.0 is outside this GPU's range 200-700 W"),
+    ("dgx-h100", {"power_limit_w": 100}, "power_limit_w 100.0 is outside this GPU's range 200-700 W"),
+    ("dgx-h100", {"power_limit_w": -5}, "power_limit_w must be a positive number of watts, got -5.0"),
+    ("dgx-h100", {"power_limit_w": "lots"}, "argument 'power_limit_w' is of type"),
+    ("dgx-h100", {"compute_mode": "exclusive"},
+     "value of compute_mode must be one of: default, exclusive_process, prohibited, got: exclusive"),
+    ("dgx-h100", {"persistence_mode": "maybe"}, "argument 'persistence_mode' is of type"),
+    ("dgx-h100", {"gpus": ["9"], "persistence_mode": True}, "gpus: index 9 is out of range; this node has GPUs 0-7"),
+    ("dgx-h100", {"gpus": ["GPU-00000000-0000-0000-0000-000000000000"], "persistence_mode": True},
+     "gpus: no GPU with UUID GPU-00000000-0000-0000-0000-000000000000 on this node"),
+    ("dgx-h100", {"gpus": ["all", "0"], "persistence_mode": True}, "gpus: 'all' cannot be combined"),
+    ("dgx-h100", {"gpus": [], "persistence_mode": True}, "gpus: give 'all' or a list of GPU indexes or UUIDs"),
+    ("dgx-h100", {"gpus": ["first"], "persistence_mode": True}, "gpus: 'first' is neither 'all', a GPU index"),
+    ("dgx-h100", {"locked_clocks_mhz": {"min": 1800, "max": 1500}}, "locked_clocks_mhz: need 0 < min <= max"),
+    ("dgx-h100", {"locked_clocks_mhz": "fast"}, "locked_clocks_mhz: give {min: MHz, max: MHz} or 'reset'"),
+    ("dgx-h100", {"locked_clocks_mhz": {"min": 1000}}, "locked_clocks_mhz: give exactly the keys min and max"),
+    ("dgx-h100", {"locked_clocks_mhz": {"min": "low", "max": 1500}}, "locked_clocks_mhz: min and max must be whole"),
+    ("dgx-h100", {"locked_clocks_mhz": {"min": 1000, "max": 2500}},
+     "GPU 0: locked_clocks_mhz.max 2500 MHz is above this GPU's maximum of 1980 MHz"),
+    ("pcie-l40s", {"mig_mode": True}, "GPU 0: mig_mode is not supported on this GPU; GPU 1: mig_mode is not"),
+    ("dgx-h100", {}, "one of the following is required: persistence_mode, power_limit_w, compute_mode"),
+    ("dgx-h100", {"persistence_mode": True, "colour": "green"}, "Unsupported parameters"),
+    ("driver-not-loaded", {"persistence_mode": True}, "NVML is not usable on this host: the NVIDIA kernel driver"),
+    ("gpu-lost", {"gpus": ["2"], "power_limit_w": 600}, "GPU 2 is lost; nothing was changed"),
+    ("dgx-h100", {"gpus": ["0", "1"], "power_limit_w": 450, "compute_mode": "default", "mig_mode": True,
+                  "locked_clocks_mhz": {"min": 0, "max": 10}}, "locked_clocks_mhz: need 0 < min <= max"),
+]
+
+
+@pytest.mark.parametrize("name, args, message", BAD_INPUT, ids=[m[:40] for _n, _a, m in BAD_INPUT])
+def test_bad_input_is_one_clear_error_and_changes_nothing(configure, tmp_path, name, args, message):
+    rc, result, path = configure(name, **args)
+    assert rc == 1, result
+    assert message in result["msg"]
+    assert "gpus" not in result
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+    assert not (tmp_path / "state").exists()
