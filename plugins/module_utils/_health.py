@@ -10,6 +10,7 @@ SEVERITIES = ("ok", "warning", "critical")
 # Clock event reasons that mean the GPU is being held back by a fault or by heat, not by idling or by policy.
 SLOWDOWN_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
 
+
 def finding(gpu, code, severity, message):
     return {"gpu": gpu, "code": code, "severity": severity, "message": message}
 

@@ -139,9 +139,8 @@ def main():
     report = dict(changed=False, verdict=result["status"], findings=result["findings"],
                   gpu_count=facts["gpu_count"], driver_loaded=facts["driver_loaded"])
     if _health.at_least(result["status"], module.params["fail_on"]):
-        module.fail_json(msg="GPU health is %s: %s" % (result["status"],
-                                                        "; ".join(f["message"] for f in result["findings"])),
-                         **report)
+        messages = "; ".join(f["message"] for f in result["findings"])
+        module.fail_json(msg="GPU health is %s: %s" % (result["status"], messages), **report)
     module.exit_json(**report)
 
 
