@@ -24,6 +24,10 @@
  *  - Setters validate like NVML and write the new value back into the fixture
  *    (temp file + rename), so the state persists from one process to the next.
  *    Getters never write.
+ *  - MIG: GPU and compute instances are fixture state.  Creating or destroying
+ *    one follows the placement rules of the board's profile table (A100 40GB /
+ *    80GB, H100 80GB) and writes the instance's keys back, so the MIG devices a
+ *    fresh process enumerates are the instances that exist.
  *  - Not thread safe: every caller is a single-threaded process.
  */
 #define _XOPEN_SOURCE 700
@@ -42,7 +46,14 @@
 
 #define DEFAULT_FIXTURE "/etc/accelops-sim/nvml.conf"
 #define MAX_GPUS 64
-#define MAX_MIG_DEVICES 8 /* NVML: at most 7 MIG devices per GPU */
+/*
+ * GPU instance ids name a node of the placement tree over the 8 memory
+ * slices: 0 the whole GPU, 1-2 the halves, 3-6 the quarters, 7-14 the single
+ * slices.  A compute instance id is unique within its GPU instance.
+ */
+#define MIG_MEMORY_SLICES 8
+#define MAX_GI_IDS 15
+#define MAX_CI_IDS 8
 #define MIB (1024ULL * 1024ULL)
 
 /* ------------------------------------------------------------------------ */
@@ -84,13 +95,28 @@ typedef enum {
     NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
 
-/* An opaque handle: here a pointer into gpu_devs[] or mig_devs[][]. */
+/* An opaque handle: here a pointer into gpu_devs[] or mig_devs[][][]. */
 struct fake_device {
     unsigned int gpu;   /* index of the physical GPU */
     int is_mig;         /* 1 for a MIG device handle */
-    unsigned int mig;   /* MIG device index on that GPU */
+    unsigned int gi;    /* MIG device: its GPU instance id */
+    unsigned int ci;    /* MIG device: its compute instance id */
 };
 typedef struct fake_device *nvmlDevice_t;
+
+/* Opaque GPU and compute instance handles: pointers into gi_handles / ci_handles. */
+struct fake_gpu_instance {
+    unsigned int gpu;
+    unsigned int id;
+};
+typedef struct fake_gpu_instance *nvmlGpuInstance_t;
+
+struct fake_compute_instance {
+    unsigned int gpu;
+    unsigned int gi;
+    unsigned int id;
+};
+typedef struct fake_compute_instance *nvmlComputeInstance_t;
 
 typedef struct {
     unsigned long long total;
@@ -131,10 +157,123 @@ typedef struct {
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x9
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+
+/* A GPU instance's place: memory slices start..start+size-1. */
+typedef struct {
+    unsigned int start;
+    unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+/* A compute instance's place: compute slices of its GPU instance. */
+typedef struct {
+    unsigned int start;
+    unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+typedef struct {
+    unsigned int id;
+    unsigned int isP2pSupported;
+    unsigned int sliceCount;
+    unsigned int instanceCount;
+    unsigned int multiprocessorCount;
+    unsigned int copyEngineCount;
+    unsigned int decoderCount;
+    unsigned int encoderCount;
+    unsigned int jpegCount;
+    unsigned int ofaCount;
+    unsigned long long memorySizeMB;
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned int id;
+    unsigned int isP2pSupported;
+    unsigned int sliceCount;
+    unsigned int instanceCount;
+    unsigned int multiprocessorCount;
+    unsigned int copyEngineCount;
+    unsigned int decoderCount;
+    unsigned int encoderCount;
+    unsigned int jpegCount;
+    unsigned int ofaCount;
+    unsigned long long memorySizeMB;
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlGpuInstanceProfileInfo_v2_t;
+
+#define nvmlGpuInstanceProfileInfo_v2 \
+    ((unsigned int)(sizeof(nvmlGpuInstanceProfileInfo_v2_t) | (2u << 24)))
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned int id;
+    unsigned int profileId;
+    nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct {
+    unsigned int id;
+    unsigned int sliceCount;
+    unsigned int instanceCount;
+    unsigned int multiprocessorCount;
+    unsigned int sharedCopyEngineCount;
+    unsigned int sharedDecoderCount;
+    unsigned int sharedEncoderCount;
+    unsigned int sharedJpegCount;
+    unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct {
+    unsigned int version;
+    unsigned int id;
+    unsigned int sliceCount;
+    unsigned int instanceCount;
+    unsigned int multiprocessorCount;
+    unsigned int sharedCopyEngineCount;
+    unsigned int sharedDecoderCount;
+    unsigned int sharedEncoderCount;
+    unsigned int sharedJpegCount;
+    unsigned int sharedOfaCount;
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlComputeInstanceProfileInfo_v2_t;
+
+#define nvmlComputeInstanceProfileInfo_v2 \
+    ((unsigned int)(sizeof(nvmlComputeInstanceProfileInfo_v2_t) | (2u << 24)))
+
+typedef struct {
+    nvmlDevice_t device;
+    nvmlGpuInstance_t gpuInstance;
+    unsigned int id;
+    unsigned int profileId;
+    nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
+typedef struct {
+    unsigned int multiprocessorCount;
+    unsigned int sharedCopyEngineCount;
+    unsigned int sharedDecoderCount;
+    unsigned int sharedEncoderCount;
+    unsigned int sharedJpegCount;
+    unsigned int sharedOfaCount;
+    unsigned int gpuInstanceSliceCount;
+    unsigned int computeInstanceSliceCount;
+    unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
 #define STATIC_ASSERT(name, cond) typedef char static_assert_##name[(cond) ? 1 : -1]
 STATIC_ASSERT(memory_v2_version, sizeof(nvmlMemory_v2_t) == 40);
 STATIC_ASSERT(pci_info_size, sizeof(nvmlPciInfo_t) == 68);
 STATIC_ASSERT(process_info_size, sizeof(nvmlProcessInfo_t) == 24);
+STATIC_ASSERT(gi_profile_info_size, sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
+STATIC_ASSERT(gi_profile_info_v2_version, nvmlGpuInstanceProfileInfo_v2 == 0x02000098);
+STATIC_ASSERT(ci_profile_info_size, sizeof(nvmlComputeInstanceProfileInfo_t) == 36);
+STATIC_ASSERT(ci_profile_info_v2_version, nvmlComputeInstanceProfileInfo_v2 == 0x02000088);
+STATIC_ASSERT(gi_info_size, sizeof(nvmlGpuInstanceInfo_t) == 24);
+STATIC_ASSERT(ci_info_size, sizeof(nvmlComputeInstanceInfo_t) == 32);
+STATIC_ASSERT(device_attributes_size, sizeof(nvmlDeviceAttributes_t) == 40);
 
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
 #define NVML_VALUE_NOT_AVAILABLE_UINT (~0U)
@@ -314,12 +453,16 @@ static const char *fx_fmt(const char *fmt, ...)
     return fx_str(key);
 }
 
-/* Keep the in-memory table in step with a setter's write (NULL removes). */
-static void fx_update(const char *key, const char *value)
+/*
+ * Keep the in-memory table in step with a setter's write: value NULL removes
+ * the key, prefix set removes every key that starts with key.
+ */
+static void fx_update(const char *key, const char *value, int prefix)
 {
-    size_t i = 0;
+    size_t i = 0, len = strlen(key);
     while (i < fixture.count) {
-        if (strcmp(fixture.entries[i].key, key) == 0) {
+        if (prefix ? strncmp(fixture.entries[i].key, key, len) == 0
+                   : strcmp(fixture.entries[i].key, key) == 0) {
             free(fixture.entries[i].key);
             free(fixture.entries[i].value);
             memmove(&fixture.entries[i], &fixture.entries[i + 1],
@@ -498,6 +641,483 @@ static nvmlReturn_t copy_string(const char *value, char *buf, unsigned int lengt
     return NVML_SUCCESS;
 }
 
+#define RETURN_IF_ERROR(expr)                                                          \
+    do {                                                                               \
+        nvmlReturn_t rc_ = (expr);                                                     \
+        if (rc_ != NVML_SUCCESS)                                                       \
+            return rc_;                                                                \
+    } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* MIG profile tables and instance state                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One GPU instance profile of a board, as `nvidia-smi mig -lgip` (ID,
+ * instances, memory, SM, CE, DEC, ENC, JPEG, OFA) and `nvidia-smi mig -lgipp`
+ * (placements) list it.  index is the NVML_GPU_INSTANCE_PROFILE_* a caller
+ * asks ...GetGpuInstanceProfileInfo about; id is the profile id NVML reports
+ * there and takes back in every placement, capacity and create call.
+ */
+struct gi_profile {
+    unsigned int index;
+    unsigned int id;
+    const char *name;
+    unsigned int slices;    /* compute slices */
+    unsigned int instances; /* most instances of this profile on one GPU */
+    unsigned int sm, ce, dec, enc, jpeg, ofa;
+    unsigned long long memory_mib;
+    unsigned int size;   /* memory slices one instance occupies */
+    unsigned int starts; /* bit s set: an instance may start at memory slice s */
+};
+
+/*
+ * A100 and H100 have 7 compute and 8 memory slices.  Placements (start:size
+ * in memory slices) are the same on all three boards:
+ *   1g, 1g+me {0..6}:1    1g with 2 memory slices {0,2,4,6}:2    2g {0,2,4}:2
+ *   3g {0,4}:4            4g {0}:4                                7g {0}:8
+ * Engines and SM counts are those nvidia-smi mig -lgip prints.  Memory per
+ * profile (also the MIG device's total): on A100 80GB what its MIG devices
+ * report (1g.10gb 9856 MiB), on A100 40GB and H100 the -lgip column (4.75,
+ * 9.75, 19.62, 39.50, 79.25 GiB).
+ */
+static const struct gi_profile a100_40gb_profiles[] = {
+    {0, 19, "1g.5gb", 1, 7, 14, 1, 0, 0, 0, 0, 4864, 1, 0x7F},
+    {7, 20, "1g.5gb+me", 1, 1, 14, 1, 1, 0, 1, 1, 4864, 1, 0x7F},
+    {9, 15, "1g.10gb", 1, 4, 14, 1, 1, 0, 0, 0, 9984, 2, 0x55},
+    {1, 14, "2g.10gb", 2, 3, 28, 2, 1, 0, 0, 0, 9984, 2, 0x15},
+    {2, 9, "3g.20gb", 3, 2, 42, 3, 2, 0, 0, 0, 20096, 4, 0x11},
+    {3, 5, "4g.20gb", 4, 1, 56, 4, 2, 0, 0, 0, 20096, 4, 0x01},
+    {4, 0, "7g.40gb", 7, 1, 98, 7, 5, 0, 1, 1, 40448, 8, 0x01},
+};
+
+static const struct gi_profile a100_80gb_profiles[] = {
+    {0, 19, "1g.10gb", 1, 7, 14, 1, 0, 0, 0, 0, 9856, 1, 0x7F},
+    {7, 20, "1g.10gb+me", 1, 1, 14, 1, 1, 0, 1, 1, 9856, 1, 0x7F},
+    {9, 15, "1g.20gb", 1, 4, 14, 1, 1, 0, 0, 0, 19968, 2, 0x55},
+    {1, 14, "2g.20gb", 2, 3, 28, 2, 1, 0, 0, 0, 19968, 2, 0x15},
+    {2, 9, "3g.40gb", 3, 2, 42, 3, 2, 0, 0, 0, 40192, 4, 0x11},
+    {3, 5, "4g.40gb", 4, 1, 56, 4, 2, 0, 0, 0, 40192, 4, 0x01},
+    {4, 0, "7g.80gb", 7, 1, 98, 7, 5, 0, 1, 1, 80384, 8, 0x01},
+};
+
+static const struct gi_profile h100_80gb_profiles[] = {
+    {0, 19, "1g.10gb", 1, 7, 16, 1, 1, 0, 1, 0, 9984, 1, 0x7F},
+    {7, 20, "1g.10gb+me", 1, 1, 16, 1, 1, 0, 1, 1, 9984, 1, 0x7F},
+    {9, 15, "1g.20gb", 1, 4, 26, 1, 1, 0, 1, 0, 20096, 2, 0x55},
+    {1, 14, "2g.20gb", 2, 3, 32, 2, 2, 0, 2, 0, 20096, 2, 0x15},
+    {2, 9, "3g.40gb", 3, 2, 60, 3, 3, 0, 3, 0, 40448, 4, 0x11},
+    {3, 5, "4g.40gb", 4, 1, 64, 4, 4, 0, 4, 0, 40448, 4, 0x01},
+    {4, 0, "7g.80gb", 7, 1, 132, 8, 7, 0, 7, 1, 81152, 8, 0x01},
+};
+
+static const struct mig_model {
+    const char *name; /* the value of gpu.<i>.mig.profiles */
+    const struct gi_profile *profiles;
+    size_t count;
+} mig_models[] = {
+    {"a100-40gb", a100_40gb_profiles, sizeof(a100_40gb_profiles) / sizeof(a100_40gb_profiles[0])},
+    {"a100-80gb", a100_80gb_profiles, sizeof(a100_80gb_profiles) / sizeof(a100_80gb_profiles[0])},
+    {"h100-80gb", h100_80gb_profiles, sizeof(h100_80gb_profiles) / sizeof(h100_80gb_profiles[0])},
+};
+
+/* Compute slices of each NVML_COMPUTE_INSTANCE_PROFILE_*. */
+static const unsigned int ci_profile_slices[NVML_COMPUTE_INSTANCE_PROFILE_COUNT] = {
+    1, 2, 3, 4, 7, 8, 6, 1, 7,
+};
+
+struct mig_ci {
+    int exists;
+    unsigned int profile; /* NVML_COMPUTE_INSTANCE_PROFILE_* */
+    unsigned int start;   /* first compute slice inside the GPU instance */
+};
+
+struct mig_gi {
+    int exists;
+    const struct gi_profile *profile;
+    unsigned int start; /* first memory slice */
+    struct mig_ci ci[MAX_CI_IDS];
+};
+
+struct mig_state {
+    const struct mig_model *model;
+    struct mig_gi gi[MAX_GI_IDS];
+};
+
+static int mig_enabled(unsigned int gpu)
+{
+    unsigned long long mode;
+    return parse_ull(gpu_str(gpu, "mig.current"), &mode) && mode == 1;
+}
+
+/*
+ * The profile table of a GPU (gpu.<i>.mig.profiles).  A GPU without MIG
+ * (no mig.current) or without a table has no profiles: NOT_SUPPORTED.
+ */
+static nvmlReturn_t mig_model_of(unsigned int gpu, const struct mig_model **out)
+{
+    const char *name;
+    size_t i;
+    if (!gpu_str(gpu, "mig.current"))
+        return NVML_ERROR_NOT_SUPPORTED;
+    name = gpu_str(gpu, "mig.profiles");
+    if (!name)
+        return NVML_ERROR_NOT_SUPPORTED;
+    for (i = 0; i < sizeof(mig_models) / sizeof(mig_models[0]); i++) {
+        if (strcasecmp(name, mig_models[i].name) == 0) {
+            *out = &mig_models[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return NVML_ERROR_UNKNOWN;
+}
+
+static const struct gi_profile *profile_by_index(const struct mig_model *m, unsigned int index)
+{
+    size_t i;
+    for (i = 0; i < m->count; i++)
+        if (m->profiles[i].index == index)
+            return &m->profiles[i];
+    return NULL;
+}
+
+static const struct gi_profile *profile_by_id(const struct mig_model *m, unsigned int id)
+{
+    size_t i;
+    for (i = 0; i < m->count; i++)
+        if (m->profiles[i].id == id)
+            return &m->profiles[i];
+    return NULL;
+}
+
+/* A fixture's profile value: the profile id NVML reports, or its name. */
+static const struct gi_profile *profile_by_value(const struct mig_model *m, const char *v)
+{
+    unsigned long long id;
+    size_t i;
+    if (parse_ull(v, &id))
+        return id <= UINT_MAX ? profile_by_id(m, (unsigned int)id) : NULL;
+    for (i = 0; i < m->count; i++)
+        if (strcasecmp(m->profiles[i].name, v) == 0)
+            return &m->profiles[i];
+    return NULL;
+}
+
+static unsigned int slice_mask(unsigned int start, unsigned int size)
+{
+    return ((1u << size) - 1u) << start;
+}
+
+/* The GPU instance id of a placement: its node in the placement tree. */
+static unsigned int gi_id_of(unsigned int start, unsigned int size)
+{
+    unsigned int level = size >= 8 ? 0 : size >= 4 ? 1 : size >= 2 ? 2 : 3;
+    return (1u << level) - 1u + start / size;
+}
+
+/* The placement behind a GPU instance id, if the profile can sit there. */
+static int gi_start_of(const struct gi_profile *p, unsigned int id, unsigned int *start)
+{
+    unsigned int level = p->size >= 8 ? 0 : p->size >= 4 ? 1 : p->size >= 2 ? 2 : 3;
+    unsigned int first = (1u << level) - 1u;
+    if (id < first || id >= 2 * first + 1)
+        return 0;
+    *start = (id - first) * p->size;
+    return *start < MIG_MEMORY_SLICES && (p->starts & (1u << *start)) != 0;
+}
+
+/*
+ * The compute instance profiles of a GPU instance of gi_slices slices: the
+ * 1, 2, 3 and 4 slice ones that fit, and the one that spans the instance.
+ */
+static int ci_offered(unsigned int gi_slices, unsigned int profile)
+{
+    unsigned int slices;
+    if (profile > 4) /* NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE */
+        return 0;
+    slices = ci_profile_slices[profile];
+    return slices == gi_slices || (slices < gi_slices && slices <= 4);
+}
+
+/* Compute instances start on a multiple of their size rounded up to a power of 2. */
+static int ci_start_ok(unsigned int gi_slices, unsigned int slices, unsigned int start)
+{
+    unsigned int align = 1;
+    while (align < slices)
+        align *= 2;
+    return start % align == 0 && start + slices <= gi_slices;
+}
+
+static unsigned int ci_placement_count(unsigned int gi_slices, unsigned int slices)
+{
+    unsigned int s, n = 0;
+    for (s = 0; s < gi_slices; s++)
+        n += ci_start_ok(gi_slices, slices, s);
+    return n;
+}
+
+static unsigned int gi_used_slices(const struct mig_state *st)
+{
+    unsigned int g, used = 0;
+    for (g = 0; g < MAX_GI_IDS; g++)
+        if (st->gi[g].exists)
+            used |= slice_mask(st->gi[g].start, st->gi[g].profile->size);
+    return used;
+}
+
+static unsigned int gi_count(const struct mig_state *st, const struct gi_profile *p)
+{
+    unsigned int g, n = 0;
+    for (g = 0; g < MAX_GI_IDS; g++)
+        n += st->gi[g].exists && st->gi[g].profile == p;
+    return n;
+}
+
+static unsigned int ci_used_slices(const struct mig_gi *gi)
+{
+    unsigned int c, used = 0;
+    for (c = 0; c < MAX_CI_IDS; c++)
+        if (gi->ci[c].exists)
+            used |= slice_mask(gi->ci[c].start, ci_profile_slices[gi->ci[c].profile]);
+    return used;
+}
+
+static unsigned int ci_count(const struct mig_gi *gi, unsigned int profile)
+{
+    unsigned int c, n = 0;
+    for (c = 0; c < MAX_CI_IDS; c++)
+        n += gi->ci[c].exists && gi->ci[c].profile == profile;
+    return n;
+}
+
+/*
+ * The compute instances of one GPU instance.  Keys under a GPU instance that
+ * does not exist are ignored; an unknown or misplaced compute instance is a
+ * broken fixture.
+ */
+static nvmlReturn_t mig_load_cis(unsigned int gpu, unsigned int g, struct mig_gi *gi)
+{
+    unsigned int c, used = 0, slices = gi->profile->slices;
+    unsigned long long profile, start;
+    const char *v;
+    for (c = 0; c < MAX_CI_IDS; c++) {
+        v = fx_fmt("gpu.%u.gi.%u.ci.%u.profile", gpu, g, c);
+        if (!v)
+            continue;
+        if (!parse_ull(v, &profile) || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
+            !ci_offered(slices, (unsigned int)profile))
+            return NVML_ERROR_UNKNOWN;
+        start = 0;
+        v = fx_fmt("gpu.%u.gi.%u.ci.%u.start", gpu, g, c);
+        if (v && (!parse_ull(v, &start) || start >= slices))
+            return NVML_ERROR_UNKNOWN;
+        if (!ci_start_ok(slices, ci_profile_slices[profile], (unsigned int)start) ||
+            (used & slice_mask((unsigned int)start, ci_profile_slices[profile])))
+            return NVML_ERROR_UNKNOWN;
+        used |= slice_mask((unsigned int)start, ci_profile_slices[profile]);
+        gi->ci[c].exists = 1;
+        gi->ci[c].profile = (unsigned int)profile;
+        gi->ci[c].start = (unsigned int)start;
+    }
+    return NVML_SUCCESS;
+}
+
+/*
+ * The profile table and the GPU and compute instances of a GPU, read from
+ * the exact keys gpu.<i>.gi.<id>.profile / .start and
+ * gpu.<i>.gi.<id>.ci.<id>.profile / .start.  Instances that overlap, sit on a
+ * placement their profile lacks or name an unknown profile are a broken
+ * fixture: NVML_ERROR_UNKNOWN.
+ */
+static nvmlReturn_t mig_load(unsigned int gpu, struct mig_state *st)
+{
+    unsigned int g, start, used = 0;
+    unsigned long long given;
+    struct mig_gi *gi;
+    const char *v;
+
+    memset(st, 0, sizeof(*st));
+    RETURN_IF_ERROR(mig_model_of(gpu, &st->model));
+    for (g = 0; g < MAX_GI_IDS; g++) {
+        gi = &st->gi[g];
+        v = fx_fmt("gpu.%u.gi.%u.profile", gpu, g);
+        if (!v)
+            continue;
+        gi->profile = profile_by_value(st->model, v);
+        if (!gi->profile || !gi_start_of(gi->profile, g, &start))
+            return NVML_ERROR_UNKNOWN;
+        v = fx_fmt("gpu.%u.gi.%u.start", gpu, g);
+        if (v && (!parse_ull(v, &given) || given != start))
+            return NVML_ERROR_UNKNOWN;
+        if (used & slice_mask(start, gi->profile->size))
+            return NVML_ERROR_UNKNOWN;
+        used |= slice_mask(start, gi->profile->size);
+        gi->start = start;
+        gi->exists = 1;
+        if (gi_count(st, gi->profile) > gi->profile->instances)
+            return NVML_ERROR_UNKNOWN;
+        RETURN_IF_ERROR(mig_load_cis(gpu, g, gi));
+    }
+    return NVML_SUCCESS;
+}
+
+/* MIG management on a GPU: its table must exist and MIG mode be on (else NOT_SUPPORTED). */
+static nvmlReturn_t mig_enter(unsigned int gpu, struct mig_state *st)
+{
+    const struct mig_model *model;
+    RETURN_IF_ERROR(mig_model_of(gpu, &model));
+    if (!mig_enabled(gpu))
+        return NVML_ERROR_NOT_SUPPORTED;
+    return mig_load(gpu, st);
+}
+
+/*
+ * NVML puts a GPU instance created without a placement where it fragments
+ * the free memory slices least: for each free placement it takes the largest
+ * aligned block around it whose slices are all free and usable by the
+ * profile; the smallest such block wins, the lowest start on a tie.  On an
+ * empty A100 or H100 seven 1g instances land on slices 6, 4, 5, 0, 1, 2, 3
+ * (GPU instance ids 13, 11, 12, 7, 8, 9, 10), as `nvidia-smi mig -cgi` shows.
+ */
+static int gi_pick_start(const struct mig_state *st, const struct gi_profile *p, unsigned int *start)
+{
+    unsigned int used = gi_used_slices(st), usable = 0, s, b, fit, best_fit = UINT_MAX;
+    for (s = 0; s < MIG_MEMORY_SLICES; s++)
+        if (p->starts & (1u << s))
+            usable |= slice_mask(s, p->size);
+    for (s = 0; s < MIG_MEMORY_SLICES; s++) {
+        if (!(p->starts & (1u << s)) || (used & slice_mask(s, p->size)))
+            continue;
+        fit = p->size;
+        for (b = p->size * 2; b <= MIG_MEMORY_SLICES; b *= 2) {
+            unsigned int block = slice_mask(s & ~(b - 1), b);
+            if ((block & used) || (block & ~usable))
+                break;
+            fit = b;
+        }
+        if (fit < best_fit) {
+            best_fit = fit;
+            *start = s;
+        }
+    }
+    return best_fit != UINT_MAX;
+}
+
+/* How many more instances of a profile fit: free placements, at most instanceCount in all. */
+static unsigned int gi_remaining(const struct mig_state *st, const struct gi_profile *p)
+{
+    unsigned int used = gi_used_slices(st), have = gi_count(st, p), n = 0, s;
+    for (s = 0; s < MIG_MEMORY_SLICES; s++) {
+        if ((p->starts & (1u << s)) && !(used & slice_mask(s, p->size))) {
+            used |= slice_mask(s, p->size);
+            n++;
+        }
+    }
+    return have >= p->instances ? 0 : (n < p->instances - have ? n : p->instances - have);
+}
+
+static unsigned int ci_remaining(const struct mig_gi *gi, unsigned int profile)
+{
+    unsigned int slices = ci_profile_slices[profile], used = ci_used_slices(gi), s, n = 0;
+    unsigned int total = ci_placement_count(gi->profile->slices, slices);
+    unsigned int have = ci_count(gi, profile);
+    for (s = 0; s < gi->profile->slices; s++) {
+        if (ci_start_ok(gi->profile->slices, slices, s) && !(used & slice_mask(s, slices))) {
+            used |= slice_mask(s, slices);
+            n++;
+        }
+    }
+    return have >= total ? 0 : (n < total - have ? n : total - have);
+}
+
+/* "3g.40gb" for the compute instance spanning its GPU instance, else "1c.3g.40gb". */
+static void ci_name(const struct mig_gi *gi, unsigned int profile, char *out, size_t len)
+{
+    unsigned int slices = ci_profile_slices[profile];
+    if (slices == gi->profile->slices)
+        snprintf(out, len, "%s", gi->profile->name);
+    else
+        snprintf(out, len, "%uc.%s", slices, gi->profile->name);
+}
+
+/* SMs of a compute instance: the GPU instance's when it spans it, else per slice. */
+static unsigned int ci_sm_count(const struct mig_state *st, const struct mig_gi *gi,
+                                unsigned int profile)
+{
+    const struct gi_profile *one = profile_by_index(st->model, 0);
+    unsigned int slices = ci_profile_slices[profile];
+    if (slices == gi->profile->slices)
+        return gi->profile->sm;
+    return slices * (one ? one->sm : gi->profile->sm / gi->profile->slices);
+}
+
+/*
+ * NVML gives every new compute instance a fresh random MIG-<uuid>; here it is
+ * derived from the GPU's UUID and the instance ids, so the same instance gets
+ * the same UUID in every run.
+ */
+static void mig_uuid_for(unsigned int gpu, unsigned int gi, unsigned int ci, char *out, size_t len)
+{
+    char seed[160];
+    const char *parent = gpu_str(gpu, "uuid");
+    unsigned long long h1 = 0xcbf29ce484222325ULL, h2 = 0x84222325cbf29ce4ULL;
+    const unsigned char *c;
+
+    snprintf(seed, sizeof(seed), "%s/%u/%u/%u", parent ? parent : "", gpu, gi, ci);
+    for (c = (const unsigned char *)seed; *c; c++) {
+        h1 = (h1 ^ *c) * 0x100000001b3ULL;
+        h2 = (h2 ^ *c) * 0x100000001b3ULL;
+        h2 ^= h2 >> 29;
+    }
+    snprintf(out, len, "MIG-%08llx-%04llx-4%03llx-%04llx-%012llx", h1 >> 32, (h1 >> 16) & 0xFFFF,
+             h1 & 0xFFF, 0x8000 | ((h2 >> 48) & 0x3FFF), h2 & 0xFFFFFFFFFFFFULL);
+}
+
+/* The MIG UUID of a compute instance: gpu.<i>.gi.<g>.ci.<c>.uuid, else the derived one. */
+static const char *mig_uuid(unsigned int gpu, unsigned int gi, unsigned int ci, char *buf, size_t len)
+{
+    const char *v = fx_fmt("gpu.%u.gi.%u.ci.%u.uuid", gpu, gi, ci);
+    if (v)
+        return v;
+    mig_uuid_for(gpu, gi, ci, buf, len);
+    return buf;
+}
+
+struct mig_ref {
+    unsigned int gi;
+    unsigned int ci;
+};
+
+/*
+ * The MIG devices of a GPU: one per compute instance, ordered by GPU instance
+ * id, then compute instance id; none while MIG mode is off.
+ */
+static nvmlReturn_t mig_devices(unsigned int gpu, struct mig_ref *refs, unsigned int *count)
+{
+    struct mig_state st;
+    unsigned int g, c, n = 0;
+    nvmlReturn_t rc;
+
+    *count = 0;
+    if (!mig_enabled(gpu))
+        return NVML_SUCCESS;
+    rc = mig_load(gpu, &st);
+    if (rc == NVML_ERROR_NOT_SUPPORTED)
+        return NVML_SUCCESS;
+    RETURN_IF_ERROR(rc);
+    for (g = 0; g < MAX_GI_IDS; g++) {
+        for (c = 0; st.gi[g].exists && c < MAX_CI_IDS; c++) {
+            if (st.gi[g].ci[c].exists) {
+                refs[n].gi = g;
+                refs[n].ci = c;
+                n++;
+            }
+        }
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Library state, handles and the checks every entry point makes             */
 /* ------------------------------------------------------------------------ */
@@ -505,7 +1125,9 @@ static nvmlReturn_t copy_string(const char *value, char *buf, unsigned int lengt
 static unsigned int init_refcount;
 static unsigned int gpu_count;
 static struct fake_device gpu_devs[MAX_GPUS];
-static struct fake_device mig_devs[MAX_GPUS][MAX_MIG_DEVICES];
+static struct fake_device mig_devs[MAX_GPUS][MAX_GI_IDS][MAX_CI_IDS];
+static struct fake_gpu_instance gi_handles[MAX_GPUS][MAX_GI_IDS];
+static struct fake_compute_instance ci_handles[MAX_GPUS][MAX_GI_IDS][MAX_CI_IDS];
 
 static int symbol_dropped(const char *symbol)
 {
@@ -531,32 +1153,28 @@ static int gpu_is_lost(unsigned int gpu)
     return parse_ull(gpu_str(gpu, "lost"), &lost) && lost != 0;
 }
 
-static int mig_enabled(unsigned int gpu)
+/* Whether compute instance ci of GPU instance gi exists and MIG mode is on. */
+static int mig_instance_exists(unsigned int gpu, unsigned int gi, unsigned int ci)
 {
-    unsigned long long mode;
-    return parse_ull(gpu_str(gpu, "mig.current"), &mode) && mode == 1;
+    struct mig_state st;
+    return mig_enabled(gpu) && mig_load(gpu, &st) == NVML_SUCCESS && st.gi[gi].exists &&
+           st.gi[gi].ci[ci].exists;
 }
 
-/* MIG devices exist only while MIG mode is on; there are mig.count of them. */
-static unsigned int mig_device_count(unsigned int gpu)
-{
-    unsigned long long n;
-    if (!mig_enabled(gpu) || !parse_ull(gpu_str(gpu, "mig.count"), &n))
-        return 0;
-    return n > MAX_MIG_DEVICES ? MAX_MIG_DEVICES : (unsigned int)n;
-}
+/* p points at an element of a (possibly multi-dimensional) handle array. */
+#define IN_ARRAY(p, array)                                                             \
+    ((uintptr_t)(p) >= (uintptr_t)(array) &&                                           \
+     (uintptr_t)(p) < (uintptr_t)(array) + sizeof(array) &&                            \
+     ((uintptr_t)(p) - (uintptr_t)(array)) % sizeof(*(p)) == 0)
 
 /* Map a caller's handle back to a device of the current fixture, or NULL. */
 static struct fake_device *resolve(nvmlDevice_t handle)
 {
-    uintptr_t p = (uintptr_t)handle;
-    uintptr_t gpu_lo = (uintptr_t)gpu_devs, gpu_hi = gpu_lo + sizeof(gpu_devs);
-    uintptr_t mig_lo = (uintptr_t)mig_devs, mig_hi = mig_lo + sizeof(mig_devs);
-
-    if (p >= gpu_lo && p < gpu_hi && (p - gpu_lo) % sizeof(struct fake_device) == 0)
+    if (IN_ARRAY(handle, gpu_devs))
         return handle->gpu < gpu_count ? handle : NULL;
-    if (p >= mig_lo && p < mig_hi && (p - mig_lo) % sizeof(struct fake_device) == 0)
-        return handle->gpu < gpu_count && handle->mig < mig_device_count(handle->gpu)
+    if (IN_ARRAY(handle, mig_devs))
+        return handle->gpu < gpu_count && (gpu_is_lost(handle->gpu) ||
+                                           mig_instance_exists(handle->gpu, handle->gi, handle->ci))
                    ? handle
                    : NULL;
     return NULL;
@@ -611,13 +1229,6 @@ static nvmlReturn_t device_enter(const char *symbol, nvmlDevice_t handle, int mi
             return rc_;                                                                \
     } while (0)
 
-#define RETURN_IF_ERROR(expr)                                                          \
-    do {                                                                               \
-        nvmlReturn_t rc_ = (expr);                                                     \
-        if (rc_ != NVML_SUCCESS)                                                       \
-            return rc_;                                                                \
-    } while (0)
-
 /* ------------------------------------------------------------------------ */
 /* Writing setter results back to the fixture                                */
 /* ------------------------------------------------------------------------ */
@@ -654,18 +1265,33 @@ static int copy_file(const char *from, const char *to)
 }
 
 /*
- * Copy the fixture's lines from in to out with keys[i] set to values[i]
- * (NULL deletes the key): the first line of a key is replaced, later
- * duplicates dropped, a missing key appended; every other line and comment
- * is kept as it was.  Returns 0 on success.
+ * One change to the fixture: set key to value, delete key (value NULL), or
+ * delete every key that starts with key (prefix set, value NULL).
  */
-#define MAX_KEYS_PER_WRITE 2
+struct fx_edit {
+    const char *key;
+    const char *value;
+    int prefix;
+};
 
-static int write_updated_lines(FILE *in, FILE *out, size_t n, char *const keys[],
-                               const char *const values[])
+#define MAX_EDITS_PER_WRITE 8
+
+static int edit_matches(const struct fx_edit *edit, const char *key)
+{
+    return edit->prefix ? strncmp(key, edit->key, strlen(edit->key)) == 0
+                        : strcmp(key, edit->key) == 0;
+}
+
+/*
+ * Copy the fixture's lines from in to out with the edits applied: the first
+ * line of a key that is set is replaced, later duplicates dropped, a missing
+ * key appended; every other line and comment is kept as it was.  Returns 0 on
+ * success.
+ */
+static int write_updated_lines(FILE *in, FILE *out, size_t n, const struct fx_edit edits[])
 {
     char *line = NULL, *copy, *key, *value;
-    int done[MAX_KEYS_PER_WRITE] = {0}, last_newline = 1, failed = 0;
+    int done[MAX_EDITS_PER_WRITE] = {0}, last_newline = 1, failed = 0;
     size_t cap = 0, i;
     ssize_t len;
 
@@ -678,15 +1304,15 @@ static int write_updated_lines(FILE *in, FILE *out, size_t n, char *const keys[]
         }
         if (split_line(copy, &key, &value))
             for (i = 0; i < n; i++)
-                if (strcmp(key, keys[i]) == 0)
+                if (edit_matches(&edits[i], key))
                     match = (int)i;
         free(copy);
         if (match < 0) {
             failed |= fputs(line, out) == EOF;
             last_newline = line[len - 1] == '\n';
         } else {
-            if (!done[match] && values[match]) {
-                failed |= fprintf(out, "%s=%s\n", keys[match], values[match]) < 0;
+            if (!done[match] && edits[match].value) {
+                failed |= fprintf(out, "%s=%s\n", edits[match].key, edits[match].value) < 0;
                 last_newline = 1;
             }
             done[match] = 1;
@@ -696,11 +1322,11 @@ static int write_updated_lines(FILE *in, FILE *out, size_t n, char *const keys[]
     failed |= ferror(in) != 0;
 
     for (i = 0; i < n && !failed; i++) {
-        if (done[i] || !values[i])
+        if (done[i] || !edits[i].value)
             continue;
         if (!last_newline)
             failed |= fputc('\n', out) == EOF;
-        failed |= fprintf(out, "%s=%s\n", keys[i], values[i]) < 0;
+        failed |= fprintf(out, "%s=%s\n", edits[i].key, edits[i].value) < 0;
         last_newline = 1;
     }
     return failed ? -1 : 0;
@@ -711,7 +1337,7 @@ static int write_updated_lines(FILE *in, FILE *out, size_t n, char *const keys[]
  * a temporary file beside it (same mode) and renamed over it, so a reader
  * never sees half a file.  The in-memory table follows.
  */
-static nvmlReturn_t fixture_rewrite(size_t n, char *const keys[], const char *const values[])
+static nvmlReturn_t fixture_rewrite(size_t n, const struct fx_edit edits[])
 {
     char tmp[PATH_MAX + 32];
     const char *slash = strrchr(fixture_path, '/');
@@ -720,7 +1346,7 @@ static nvmlReturn_t fixture_rewrite(size_t n, char *const keys[], const char *co
     FILE *in, *out;
     size_t i;
 
-    if (n > MAX_KEYS_PER_WRITE)
+    if (n > MAX_EDITS_PER_WRITE)
         return NVML_ERROR_UNKNOWN;
     in = fopen(fixture_path, "r");
     if (!in)
@@ -741,7 +1367,7 @@ static nvmlReturn_t fixture_rewrite(size_t n, char *const keys[], const char *co
         return errno_to_nvml(err);
     }
 
-    failed = write_updated_lines(in, out, n, keys, values) != 0;
+    failed = write_updated_lines(in, out, n, edits) != 0;
     fclose(in);
     failed |= fchmod(fd, st.st_mode & 07777) != 0;
     failed |= fflush(out) != 0;
@@ -758,21 +1384,16 @@ static nvmlReturn_t fixture_rewrite(size_t n, char *const keys[], const char *co
     if (failed)
         return errno_to_nvml(err);
     for (i = 0; i < n; i++)
-        fx_update(keys[i], values[i]);
+        fx_update(edits[i].key, edits[i].value, edits[i].prefix);
     return NVML_SUCCESS;
 }
 
 /*
  * The last step of every setter, after its arguments were validated:
  * setters_error models a caller without the rights to change the GPU.
- * key_b may be NULL; a NULL value deletes its key.
  */
-static nvmlReturn_t commit_gpu(unsigned int gpu, const char *key_a, const char *value_a,
-                               const char *key_b, const char *value_b)
+static nvmlReturn_t commit(size_t n, const struct fx_edit edits[])
 {
-    char full_a[128], full_b[128];
-    char *keys[2] = {full_a, full_b};
-    const char *values[2] = {value_a, value_b};
     const char *forced = fx_str("setters_error");
     nvmlReturn_t rc;
 
@@ -782,10 +1403,20 @@ static nvmlReturn_t commit_gpu(unsigned int gpu, const char *key_a, const char *
         if (rc != NVML_SUCCESS)
             return rc;
     }
+    return fixture_rewrite(n, edits);
+}
+
+/* Set (or, with a NULL value, delete) gpu.<gpu>.<key_a> and, unless NULL, gpu.<gpu>.<key_b>. */
+static nvmlReturn_t commit_gpu(unsigned int gpu, const char *key_a, const char *value_a,
+                               const char *key_b, const char *value_b)
+{
+    char full_a[128], full_b[128];
+    struct fx_edit edits[2] = {{full_a, value_a, 0}, {full_b, value_b, 0}};
+
     snprintf(full_a, sizeof(full_a), "gpu.%u.%s", gpu, key_a);
     if (key_b)
         snprintf(full_b, sizeof(full_b), "gpu.%u.%s", gpu, key_b);
-    return fixture_rewrite(key_b ? 2 : 1, keys, values);
+    return commit(key_b ? 2 : 1, edits);
 }
 
 static nvmlReturn_t commit_gpu_uint(unsigned int gpu, const char *key, unsigned int value)
@@ -805,7 +1436,7 @@ static nvmlReturn_t init_common(const char *symbol)
     const char *value;
     unsigned long long count = 0;
     nvmlReturn_t forced;
-    unsigned int g, m;
+    unsigned int g, i, c;
 
     if (!path || *path == '\0')
         path = DEFAULT_FIXTURE;
@@ -830,11 +1461,18 @@ static nvmlReturn_t init_common(const char *symbol)
     for (g = 0; g < MAX_GPUS; g++) {
         gpu_devs[g].gpu = g;
         gpu_devs[g].is_mig = 0;
-        gpu_devs[g].mig = 0;
-        for (m = 0; m < MAX_MIG_DEVICES; m++) {
-            mig_devs[g][m].gpu = g;
-            mig_devs[g][m].is_mig = 1;
-            mig_devs[g][m].mig = m;
+        for (i = 0; i < MAX_GI_IDS; i++) {
+            gi_handles[g][i].gpu = g;
+            gi_handles[g][i].id = i;
+            for (c = 0; c < MAX_CI_IDS; c++) {
+                mig_devs[g][i][c].gpu = g;
+                mig_devs[g][i][c].is_mig = 1;
+                mig_devs[g][i][c].gi = i;
+                mig_devs[g][i][c].ci = c;
+                ci_handles[g][i][c].gpu = g;
+                ci_handles[g][i][c].gi = i;
+                ci_handles[g][i][c].id = c;
+            }
         }
     }
     init_refcount++;
@@ -953,7 +1591,9 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
 /* GPU-... UUIDs give GPU handles, MIG-... UUIDs MIG device handles. */
 nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
+    struct mig_ref refs[MAX_GI_IDS * MAX_CI_IDS];
     unsigned int g, m, migs;
+    char buf[48];
     const char *v;
     API_ENTER();
     if (!uuid || !device)
@@ -964,11 +1604,12 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
             *device = &gpu_devs[g];
             return NVML_SUCCESS;
         }
-        migs = mig_device_count(g);
+        if (gpu_is_lost(g) || mig_devices(g, refs, &migs) != NVML_SUCCESS)
+            continue;
         for (m = 0; m < migs; m++) {
-            v = sub_str(g, "mig", m, "uuid");
-            if (v && strcmp(v, uuid) == 0) {
-                *device = &mig_devs[g][m];
+            v = mig_uuid(g, refs[m].gi, refs[m].ci, buf, sizeof(buf));
+            if (strcmp(v, uuid) == 0) {
+                *device = &mig_devs[g][refs[m].gi][refs[m].ci];
                 return NVML_SUCCESS;
             }
         }
@@ -1001,29 +1642,34 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
     return NVML_SUCCESS;
 }
 
-/* A MIG device is named "<GPU name> MIG <profile>" unless the fixture says otherwise. */
+/*
+ * A MIG device is named "<GPU name> MIG <profile>": the GPU instance profile
+ * (3g.40gb) when its compute instance spans the GPU instance, else the
+ * compute instance profile (1c.3g.40gb).
+ */
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-    char composed[160];
-    const char *profile, *gpu_name;
+    char composed[160], profile[48];
+    const char *gpu_name;
+    struct mig_state st;
     DEVICE_ENTER(device, dev, MIG_OK);
     if (!dev->is_mig)
         return copy_string(gpu_str(dev->gpu, "name"), name, length);
-    if (sub_str(dev->gpu, "mig", dev->mig, "name"))
-        return copy_string(sub_str(dev->gpu, "mig", dev->mig, "name"), name, length);
-    profile = sub_str(dev->gpu, "mig", dev->mig, "profile");
+    RETURN_IF_ERROR(mig_load(dev->gpu, &st));
     gpu_name = gpu_str(dev->gpu, "name");
-    if (!profile || !gpu_name)
+    if (!gpu_name)
         return copy_string(NULL, name, length);
+    ci_name(&st.gi[dev->gi], st.gi[dev->gi].ci[dev->ci].profile, profile, sizeof(profile));
     snprintf(composed, sizeof(composed), "%s MIG %s", gpu_name, profile);
     return copy_string(composed, name, length);
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
+    char buf[48];
     DEVICE_ENTER(device, dev, MIG_OK);
     if (dev->is_mig)
-        return copy_string(sub_str(dev->gpu, "mig", dev->mig, "uuid"), uuid, length);
+        return copy_string(mig_uuid(dev->gpu, dev->gi, dev->ci, buf, sizeof(buf)), uuid, length);
     return copy_string(gpu_str(dev->gpu, "uuid"), uuid, length);
 }
 
@@ -1127,22 +1773,26 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 /* Memory                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Sizes in bytes for a GPU or a MIG device; reserved is FB the driver keeps. */
+/*
+ * Sizes in bytes for a GPU or a MIG device; reserved is FB the driver keeps.
+ * A MIG device has the memory of its GPU instance's profile; its use is
+ * gpu.<i>.gi.<id>.memory.used_mib.
+ */
 static nvmlReturn_t memory_values(const struct fake_device *dev, unsigned long long *total,
                                   unsigned long long *used, unsigned long long *reserved)
 {
-    const char *t, *u, *r;
+    const char *u, *r = NULL;
+    struct mig_state st;
     if (dev->is_mig) {
-        t = sub_str(dev->gpu, "mig", dev->mig, "memory.total_mib");
-        u = sub_str(dev->gpu, "mig", dev->mig, "memory.used_mib");
-        r = NULL;
+        RETURN_IF_ERROR(mig_load(dev->gpu, &st));
+        *total = st.gi[dev->gi].profile->memory_mib;
+        u = sub_str(dev->gpu, "gi", dev->gi, "memory.used_mib");
     } else {
-        t = gpu_str(dev->gpu, "memory.total_mib");
+        RETURN_IF_ERROR(value_ull(gpu_str(dev->gpu, "memory.total_mib"), total));
         u = gpu_str(dev->gpu, "memory.used_mib");
         r = gpu_str(dev->gpu, "memory.reserved_mib");
     }
     *used = *reserved = 0;
-    RETURN_IF_ERROR(value_ull(t, total));
     if (u)
         RETURN_IF_ERROR(value_ull(u, used));
     if (r)
@@ -1492,7 +2142,8 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *c
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
                                                  nvmlDevice_t *migDevice)
 {
-    unsigned int max;
+    struct mig_ref refs[MAX_GI_IDS * MAX_CI_IDS];
+    unsigned int max, count;
     DEVICE_ENTER(device, dev, MIG_OK);
     if (dev->is_mig || !migDevice)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -1500,9 +2151,10 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
         return NVML_ERROR_NOT_SUPPORTED;
     if (gpu_uint(dev->gpu, "mig.max_devices", &max) == NVML_SUCCESS && index >= max)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (index >= mig_device_count(dev->gpu))
+    RETURN_IF_ERROR(mig_devices(dev->gpu, refs, &count));
+    if (index >= count)
         return NVML_ERROR_NOT_FOUND;
-    *migDevice = &mig_devs[dev->gpu][index];
+    *migDevice = &mig_devs[dev->gpu][refs[index].gi][refs[index].ci];
     return NVML_SUCCESS;
 }
 
@@ -1529,17 +2181,19 @@ nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
 {
     DEVICE_ENTER(device, dev, MIG_OK);
-    if (!dev->is_mig)
+    if (!dev->is_mig || !id)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return value_uint(sub_str(dev->gpu, "mig", dev->mig, "gi_id"), id);
+    *id = dev->gi;
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
 {
     DEVICE_ENTER(device, dev, MIG_OK);
-    if (!dev->is_mig)
+    if (!dev->is_mig || !id)
         return NVML_ERROR_INVALID_ARGUMENT;
-    return value_uint(sub_str(dev->gpu, "mig", dev->mig, "ci_id"), id);
+    *id = dev->ci;
+    return NVML_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1628,17 +2282,14 @@ static nvmlReturn_t compute_processes(const struct fake_device *dev, unsigned in
                                       nvmlProcessInfo_t *infos)
 {
     nvmlProcessInfo_t found[64];
-    unsigned int total, p, n = 0, gi = 0, ci = 0;
+    unsigned int total, p, n = 0;
     if (!infoCount)
         return NVML_ERROR_INVALID_ARGUMENT;
     RETURN_IF_ERROR(gpu_uint(dev->gpu, "process.count", &total));
-    if (dev->is_mig) {
-        RETURN_IF_ERROR(value_uint(sub_str(dev->gpu, "mig", dev->mig, "gi_id"), &gi));
-        RETURN_IF_ERROR(value_uint(sub_str(dev->gpu, "mig", dev->mig, "ci_id"), &ci));
-    }
     for (p = 0; p < total && n < sizeof(found) / sizeof(found[0]); p++) {
         RETURN_IF_ERROR(read_process(dev->gpu, p, &found[n]));
-        if (!dev->is_mig || (found[n].gpuInstanceId == gi && found[n].computeInstanceId == ci))
+        if (!dev->is_mig ||
+            (found[n].gpuInstanceId == dev->gi && found[n].computeInstanceId == dev->ci))
             n++;
     }
     if (*infoCount < n) {
@@ -1693,6 +2344,629 @@ nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevic
     if (!v)
         v = fx_str("topology.default");
     return value_uint(v, pathInfo);
+}
+
+/* ------------------------------------------------------------------------ */
+/* MIG GPU and compute instances                                             */
+/* ------------------------------------------------------------------------ */
+
+#define ANY_CI UINT_MAX
+
+/* Whether a compute process runs on GPU instance gi (and compute instance ci, unless ANY_CI). */
+static nvmlReturn_t instance_busy(unsigned int gpu, unsigned int gi, unsigned int ci, int *busy)
+{
+    nvmlProcessInfo_t info;
+    unsigned int total, p;
+    *busy = 0;
+    if (gpu_uint(gpu, "process.count", &total) != NVML_SUCCESS)
+        return NVML_SUCCESS;
+    for (p = 0; p < total; p++) {
+        RETURN_IF_ERROR(read_process(gpu, p, &info));
+        if (info.gpuInstanceId == gi && (ci == ANY_CI || info.computeInstanceId == ci))
+            *busy = 1;
+    }
+    return NVML_SUCCESS;
+}
+
+/*
+ * Checks shared by the calls on a GPU instance handle: symbol present,
+ * initialised, a handle this library gave out, GPU not lost, MIG on, and the
+ * instance still there (a destroyed one's handle is INVALID_ARGUMENT).
+ */
+static nvmlReturn_t gi_enter(const char *symbol, nvmlGpuInstance_t handle, struct mig_state *st,
+                             struct mig_gi **gi)
+{
+    nvmlReturn_t rc = api_enter(symbol);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!IN_ARRAY(handle, gi_handles) || handle->gpu >= gpu_count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_is_lost(handle->gpu))
+        return NVML_ERROR_GPU_IS_LOST;
+    RETURN_IF_ERROR(mig_enter(handle->gpu, st));
+    if (!st->gi[handle->id].exists)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *gi = &st->gi[handle->id];
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t ci_enter(const char *symbol, nvmlComputeInstance_t handle,
+                             struct mig_state *st, struct mig_gi **gi, struct mig_ci **ci)
+{
+    nvmlReturn_t rc = api_enter(symbol);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!IN_ARRAY(handle, ci_handles) || handle->gpu >= gpu_count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_is_lost(handle->gpu))
+        return NVML_ERROR_GPU_IS_LOST;
+    RETURN_IF_ERROR(mig_enter(handle->gpu, st));
+    if (!st->gi[handle->gi].exists || !st->gi[handle->gi].ci[handle->id].exists)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *gi = &st->gi[handle->gi];
+    *ci = &st->gi[handle->gi].ci[handle->id];
+    return NVML_SUCCESS;
+}
+
+#define GI_ENTER(handle, st, gi)                                                       \
+    struct mig_state st;                                                               \
+    struct mig_gi *gi = NULL;                                                          \
+    do {                                                                               \
+        nvmlReturn_t rc_ = gi_enter(__func__, (handle), &st, &gi);                     \
+        if (rc_ != NVML_SUCCESS)                                                       \
+            return rc_;                                                                \
+    } while (0)
+
+#define CI_ENTER(handle, st, gi, ci)                                                   \
+    struct mig_state st;                                                               \
+    struct mig_gi *gi = NULL;                                                          \
+    struct mig_ci *ci = NULL;                                                          \
+    do {                                                                               \
+        nvmlReturn_t rc_ = ci_enter(__func__, (handle), &st, &gi, &ci);                \
+        if (rc_ != NVML_SUCCESS)                                                       \
+            return rc_;                                                                \
+    } while (0)
+
+/*
+ * A GPU instance profile by NVML_GPU_INSTANCE_PROFILE_* (by_id 0) or by the
+ * profile id NVML reports (by_id 1).  NVML answers NOT_SUPPORTED while MIG
+ * mode is off and for a profile the board does not offer.
+ */
+static nvmlReturn_t gi_profile_lookup(const struct fake_device *dev, int by_id, unsigned int which,
+                                      const struct gi_profile **out)
+{
+    const struct mig_model *model;
+    if (!by_id && which >= NVML_GPU_INSTANCE_PROFILE_COUNT)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(mig_model_of(dev->gpu, &model));
+    if (!mig_enabled(dev->gpu))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *out = by_id ? profile_by_id(model, which) : profile_by_index(model, which);
+    return *out ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+static void gi_profile_info(const struct gi_profile *p, nvmlGpuInstanceProfileInfo_t *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->id = p->id;
+    info->isP2pSupported = 0;
+    info->sliceCount = p->slices;
+    info->instanceCount = p->instances;
+    info->multiprocessorCount = p->sm;
+    info->copyEngineCount = p->ce;
+    info->decoderCount = p->dec;
+    info->encoderCount = p->enc;
+    info->jpegCount = p->jpeg;
+    info->ofaCount = p->ofa;
+    info->memorySizeMB = p->memory_mib;
+}
+
+static void gi_profile_info_v2(const struct gi_profile *p, nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    nvmlGpuInstanceProfileInfo_t v1;
+    gi_profile_info(p, &v1);
+    memset(info, 0, sizeof(*info));
+    info->version = nvmlGpuInstanceProfileInfo_v2;
+    info->id = v1.id;
+    info->isP2pSupported = v1.isP2pSupported;
+    info->sliceCount = v1.sliceCount;
+    info->instanceCount = v1.instanceCount;
+    info->multiprocessorCount = v1.multiprocessorCount;
+    info->copyEngineCount = v1.copyEngineCount;
+    info->decoderCount = v1.decoderCount;
+    info->encoderCount = v1.encoderCount;
+    info->jpegCount = v1.jpegCount;
+    info->ofaCount = v1.ofaCount;
+    info->memorySizeMB = v1.memorySizeMB;
+    snprintf(info->name, sizeof(info->name), "MIG %s", p->name);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                 nvmlGpuInstanceProfileInfo_t *info)
+{
+    const struct gi_profile *p;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(gi_profile_lookup(dev, 0, profile, &p));
+    gi_profile_info(p, info);
+    return NVML_SUCCESS;
+}
+
+/* The versioned form: info->version must be nvmlGpuInstanceProfileInfo_v2. */
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                  nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    const struct gi_profile *p;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (info->version != nvmlGpuInstanceProfileInfo_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    RETURN_IF_ERROR(gi_profile_lookup(dev, 0, profile, &p));
+    gi_profile_info_v2(p, info);
+    return NVML_SUCCESS;
+}
+
+/* The same, looked up by the profile id (19 for 1g.10gb) rather than NVML_GPU_INSTANCE_PROFILE_*. */
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsigned int profileId,
+                                                      nvmlGpuInstanceProfileInfo_v2_t *info)
+{
+    const struct gi_profile *p;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (info->version != nvmlGpuInstanceProfileInfo_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    RETURN_IF_ERROR(gi_profile_lookup(dev, 1, profileId, &p));
+    gi_profile_info_v2(p, info);
+    return NVML_SUCCESS;
+}
+
+/*
+ * Every placement of the profile, occupied or not, and (unlike the other MIG
+ * queries) whether MIG mode is on or off.  placements NULL: only the count.
+ */
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
+                                                           unsigned int profileId,
+                                                           nvmlGpuInstancePlacement_t *placements,
+                                                           unsigned int *count)
+{
+    const struct mig_model *model;
+    const struct gi_profile *p;
+    unsigned int s, n = 0;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(mig_model_of(dev->gpu, &model));
+    p = profile_by_id(model, profileId);
+    if (!p)
+        return NVML_ERROR_NOT_SUPPORTED;
+    for (s = 0; s < MIG_MEMORY_SLICES; s++) {
+        if (!(p->starts & (1u << s)))
+            continue;
+        if (placements) {
+            placements[n].start = s;
+            placements[n].size = p->size;
+        }
+        n++;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device,
+                                                       unsigned int profileId,
+                                                       unsigned int *count)
+{
+    const struct gi_profile *p;
+    struct mig_state st;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(mig_enter(dev->gpu, &st));
+    p = profile_by_id(st.model, profileId);
+    if (!p)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *count = gi_remaining(&st, p);
+    return NVML_SUCCESS;
+}
+
+/*
+ * A new GPU instance takes a free placement of its profile (the given one,
+ * or NVML's choice); an occupied placement or a profile at its instance count
+ * is INSUFFICIENT_RESOURCES, a placement the profile does not have
+ * INVALID_ARGUMENT.  Its id follows from the placement.  Written:
+ * gpu.<i>.gi.<id>.profile and .start.
+ */
+static nvmlReturn_t gi_create(const struct fake_device *dev, unsigned int profile_id,
+                              const nvmlGpuInstancePlacement_t *placement,
+                              nvmlGpuInstance_t *out)
+{
+    char k_cis[64], k_profile[64], k_start[64], v_profile[16], v_start[16];
+    struct fx_edit edits[3];
+    const struct gi_profile *p;
+    struct mig_state st;
+    unsigned int start = 0, id;
+
+    if (!out)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(mig_enter(dev->gpu, &st));
+    p = profile_by_id(st.model, profile_id);
+    if (!p)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (placement) {
+        if (placement->size != p->size || placement->start >= MIG_MEMORY_SLICES ||
+            !(p->starts & (1u << placement->start)))
+            return NVML_ERROR_INVALID_ARGUMENT;
+        start = placement->start;
+        if (gi_used_slices(&st) & slice_mask(start, p->size))
+            return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    } else if (!gi_pick_start(&st, p, &start)) {
+        return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    }
+    if (gi_count(&st, p) >= p->instances)
+        return NVML_ERROR_INSUFFICIENT_RESOURCES;
+
+    id = gi_id_of(start, p->size);
+    snprintf(k_cis, sizeof(k_cis), "gpu.%u.gi.%u.ci.", dev->gpu, id);
+    snprintf(k_profile, sizeof(k_profile), "gpu.%u.gi.%u.profile", dev->gpu, id);
+    snprintf(k_start, sizeof(k_start), "gpu.%u.gi.%u.start", dev->gpu, id);
+    snprintf(v_profile, sizeof(v_profile), "%u", p->id);
+    snprintf(v_start, sizeof(v_start), "%u", start);
+    edits[0] = (struct fx_edit){k_cis, NULL, 1}; /* a new instance has no compute instances */
+    edits[1] = (struct fx_edit){k_profile, v_profile, 0};
+    edits[2] = (struct fx_edit){k_start, v_start, 0};
+    RETURN_IF_ERROR(commit(3, edits));
+    *out = &gi_handles[dev->gpu][id];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
+                                         nvmlGpuInstance_t *gpuInstance)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    return gi_create(dev, profileId, NULL, gpuInstance);
+}
+
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
+                                                      const nvmlGpuInstancePlacement_t *placement,
+                                                      nvmlGpuInstance_t *gpuInstance)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!placement)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return gi_create(dev, profileId, placement, gpuInstance);
+}
+
+/* IN_USE while compute instances exist or a process runs on it; removes gpu.<i>.gi.<id>.*. */
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance)
+{
+    struct fx_edit edit;
+    char prefix[48];
+    unsigned int c;
+    int busy;
+    GI_ENTER(gpuInstance, st, gi);
+    for (c = 0; c < MAX_CI_IDS; c++)
+        if (gi->ci[c].exists)
+            return NVML_ERROR_IN_USE;
+    RETURN_IF_ERROR(instance_busy(gpuInstance->gpu, gpuInstance->id, ANY_CI, &busy));
+    if (busy)
+        return NVML_ERROR_IN_USE;
+    snprintf(prefix, sizeof(prefix), "gpu.%u.gi.%u.", gpuInstance->gpu, gpuInstance->id);
+    edit = (struct fx_edit){prefix, NULL, 1};
+    return commit(1, &edit);
+}
+
+/* The existing GPU instances of a profile, by id; the buffer holds instanceCount handles. */
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                                       nvmlGpuInstance_t *gpuInstances, unsigned int *count)
+{
+    const struct gi_profile *p;
+    struct mig_state st;
+    unsigned int g, n = 0;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!gpuInstances || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(mig_enter(dev->gpu, &st));
+    p = profile_by_id(st.model, profileId);
+    if (!p)
+        return NVML_ERROR_NOT_SUPPORTED;
+    for (g = 0; g < MAX_GI_IDS; g++)
+        if (st.gi[g].exists && st.gi[g].profile == p)
+            gpuInstances[n++] = &gi_handles[dev->gpu][g];
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                          nvmlGpuInstance_t *gpuInstance)
+{
+    struct mig_state st;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!gpuInstance)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(mig_enter(dev->gpu, &st));
+    if (id >= MAX_GI_IDS || !st.gi[id].exists)
+        return NVML_ERROR_NOT_FOUND;
+    *gpuInstance = &gi_handles[dev->gpu][id];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info)
+{
+    GI_ENTER(gpuInstance, st, gi);
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(info, 0, sizeof(*info));
+    info->device = &gpu_devs[gpuInstance->gpu];
+    info->id = gpuInstance->id;
+    info->profileId = gi->profile->id;
+    info->placement.start = gi->start;
+    info->placement.size = gi->profile->size;
+    return NVML_SUCCESS;
+}
+
+/* NVML_COMPUTE_INSTANCE_PROFILE_* out of range: INVALID_ARGUMENT; not offered here: NOT_SUPPORTED. */
+static nvmlReturn_t ci_profile_check(const struct mig_gi *gi, unsigned int profile)
+{
+    if (profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return ci_offered(gi->profile->slices, profile) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* Compute instances share their GPU instance's copy engines, decoders, encoders, JPEG and OFA. */
+static void ci_profile_info(const struct mig_state *st, const struct mig_gi *gi,
+                            unsigned int profile, nvmlComputeInstanceProfileInfo_t *info)
+{
+    memset(info, 0, sizeof(*info));
+    info->id = profile;
+    info->sliceCount = ci_profile_slices[profile];
+    info->instanceCount = ci_placement_count(gi->profile->slices, ci_profile_slices[profile]);
+    info->multiprocessorCount = ci_sm_count(st, gi, profile);
+    info->sharedCopyEngineCount = gi->profile->ce;
+    info->sharedDecoderCount = gi->profile->dec;
+    info->sharedEncoderCount = gi->profile->enc;
+    info->sharedJpegCount = gi->profile->jpeg;
+    info->sharedOfaCount = gi->profile->ofa;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance,
+                                                          unsigned int profile,
+                                                          unsigned int engProfile,
+                                                          nvmlComputeInstanceProfileInfo_t *info)
+{
+    GI_ENTER(gpuInstance, st, gi);
+    if (!info || engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(ci_profile_check(gi, profile));
+    ci_profile_info(&st, gi, profile, info);
+    return NVML_SUCCESS;
+}
+
+/* The versioned form: info->version must be nvmlComputeInstanceProfileInfo_v2. */
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGpuInstance_t gpuInstance,
+                                                           unsigned int profile,
+                                                           unsigned int engProfile,
+                                                           nvmlComputeInstanceProfileInfo_v2_t *info)
+{
+    nvmlComputeInstanceProfileInfo_t v1;
+    char name[48];
+    GI_ENTER(gpuInstance, st, gi);
+    if (!info || engProfile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (info->version != nvmlComputeInstanceProfileInfo_v2)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    RETURN_IF_ERROR(ci_profile_check(gi, profile));
+    ci_profile_info(&st, gi, profile, &v1);
+    ci_name(gi, profile, name, sizeof(name));
+    memset(info, 0, sizeof(*info));
+    info->version = nvmlComputeInstanceProfileInfo_v2;
+    info->id = v1.id;
+    info->sliceCount = v1.sliceCount;
+    info->instanceCount = v1.instanceCount;
+    info->multiprocessorCount = v1.multiprocessorCount;
+    info->sharedCopyEngineCount = v1.sharedCopyEngineCount;
+    info->sharedDecoderCount = v1.sharedDecoderCount;
+    info->sharedEncoderCount = v1.sharedEncoderCount;
+    info->sharedJpegCount = v1.sharedJpegCount;
+    info->sharedOfaCount = v1.sharedOfaCount;
+    snprintf(info->name, sizeof(info->name), "MIG %s", name);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t gpuInstance,
+                                                                unsigned int profileId,
+                                                                unsigned int *count)
+{
+    GI_ENTER(gpuInstance, st, gi);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(ci_profile_check(gi, profileId));
+    *count = ci_remaining(gi, profileId);
+    return NVML_SUCCESS;
+}
+
+/* Placements in compute slices of the GPU instance; placements NULL: only the count. */
+nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+    nvmlComputeInstancePlacement_t *placements, unsigned int *count)
+{
+    unsigned int s, n = 0, slices;
+    GI_ENTER(gpuInstance, st, gi);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(ci_profile_check(gi, profileId));
+    slices = ci_profile_slices[profileId];
+    for (s = 0; s < gi->profile->slices; s++) {
+        if (!ci_start_ok(gi->profile->slices, slices, s))
+            continue;
+        if (placements) {
+            placements[n].start = s;
+            placements[n].size = slices;
+        }
+        n++;
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+/*
+ * A new compute instance takes free compute slices of its GPU instance (the
+ * given placement, else the lowest free one) and the lowest free id; it
+ * becomes a MIG device.  Written: gpu.<i>.gi.<g>.ci.<id>.profile, .start and
+ * .uuid.
+ */
+static nvmlReturn_t ci_create(nvmlGpuInstance_t handle, struct mig_gi *gi, unsigned int profile,
+                              const nvmlComputeInstancePlacement_t *placement,
+                              nvmlComputeInstance_t *out)
+{
+    char k_profile[64], k_start[64], k_uuid[64], v_profile[16], v_start[16], v_uuid[48];
+    unsigned int n = gi->profile->slices, slices, used = ci_used_slices(gi), start, id;
+    struct fx_edit edits[3];
+
+    if (!out)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(ci_profile_check(gi, profile));
+    slices = ci_profile_slices[profile];
+    if (placement) {
+        if (placement->size != slices || placement->start >= n ||
+            !ci_start_ok(n, slices, placement->start))
+            return NVML_ERROR_INVALID_ARGUMENT;
+        start = placement->start;
+        if (used & slice_mask(start, slices))
+            return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    } else {
+        for (start = 0; start < n; start++)
+            if (ci_start_ok(n, slices, start) && !(used & slice_mask(start, slices)))
+                break;
+        if (start >= n)
+            return NVML_ERROR_INSUFFICIENT_RESOURCES;
+    }
+    for (id = 0; id < MAX_CI_IDS && gi->ci[id].exists; id++)
+        ;
+    if (id >= MAX_CI_IDS)
+        return NVML_ERROR_INSUFFICIENT_RESOURCES;
+
+    snprintf(k_profile, sizeof(k_profile), "gpu.%u.gi.%u.ci.%u.profile", handle->gpu, handle->id, id);
+    snprintf(k_start, sizeof(k_start), "gpu.%u.gi.%u.ci.%u.start", handle->gpu, handle->id, id);
+    snprintf(k_uuid, sizeof(k_uuid), "gpu.%u.gi.%u.ci.%u.uuid", handle->gpu, handle->id, id);
+    snprintf(v_profile, sizeof(v_profile), "%u", profile);
+    snprintf(v_start, sizeof(v_start), "%u", start);
+    mig_uuid_for(handle->gpu, handle->id, id, v_uuid, sizeof(v_uuid));
+    edits[0] = (struct fx_edit){k_profile, v_profile, 0};
+    edits[1] = (struct fx_edit){k_start, v_start, 0};
+    edits[2] = (struct fx_edit){k_uuid, v_uuid, 0};
+    RETURN_IF_ERROR(commit(3, edits));
+    *out = &ci_handles[handle->gpu][handle->id][id];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
+                                                  unsigned int profileId,
+                                                  nvmlComputeInstance_t *computeInstance)
+{
+    GI_ENTER(gpuInstance, st, gi);
+    return ci_create(gpuInstance, gi, profileId, NULL, computeInstance);
+}
+
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+    const nvmlComputeInstancePlacement_t *placement, nvmlComputeInstance_t *computeInstance)
+{
+    GI_ENTER(gpuInstance, st, gi);
+    if (!placement)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return ci_create(gpuInstance, gi, profileId, placement, computeInstance);
+}
+
+/* IN_USE while a process runs on it; removes gpu.<i>.gi.<g>.ci.<id>.*. */
+nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance)
+{
+    struct fx_edit edit;
+    char prefix[64];
+    int busy;
+    CI_ENTER(computeInstance, st, gi, ci);
+    RETURN_IF_ERROR(instance_busy(computeInstance->gpu, computeInstance->gi, computeInstance->id,
+                                  &busy));
+    if (busy)
+        return NVML_ERROR_IN_USE;
+    snprintf(prefix, sizeof(prefix), "gpu.%u.gi.%u.ci.%u.", computeInstance->gpu,
+             computeInstance->gi, computeInstance->id);
+    edit = (struct fx_edit){prefix, NULL, 1};
+    return commit(1, &edit);
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
+                                                unsigned int profileId,
+                                                nvmlComputeInstance_t *computeInstances,
+                                                unsigned int *count)
+{
+    unsigned int c, n = 0;
+    GI_ENTER(gpuInstance, st, gi);
+    if (!computeInstances || !count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(ci_profile_check(gi, profileId));
+    for (c = 0; c < MAX_CI_IDS; c++)
+        if (gi->ci[c].exists && gi->ci[c].profile == profileId)
+            computeInstances[n++] = &ci_handles[gpuInstance->gpu][gpuInstance->id][c];
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                   nvmlComputeInstance_t *computeInstance)
+{
+    GI_ENTER(gpuInstance, st, gi);
+    if (!computeInstance)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (id >= MAX_CI_IDS || !gi->ci[id].exists)
+        return NVML_ERROR_NOT_FOUND;
+    *computeInstance = &ci_handles[gpuInstance->gpu][gpuInstance->id][id];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
+                                           nvmlComputeInstanceInfo_t *info)
+{
+    CI_ENTER(computeInstance, st, gi, ci);
+    if (!info)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(info, 0, sizeof(*info));
+    info->device = &gpu_devs[computeInstance->gpu];
+    info->gpuInstance = &gi_handles[computeInstance->gpu][computeInstance->gi];
+    info->id = computeInstance->id;
+    info->profileId = ci->profile;
+    info->placement.start = ci->start;
+    info->placement.size = ci_profile_slices[ci->profile];
+    return NVML_SUCCESS;
+}
+
+/* The shape of a MIG device; a GPU handle is NOT_SUPPORTED here. */
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
+{
+    const struct mig_gi *gi;
+    struct mig_state st;
+    unsigned int profile;
+    DEVICE_ENTER(device, dev, MIG_OK);
+    if (!attributes)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!dev->is_mig)
+        return NVML_ERROR_NOT_SUPPORTED;
+    RETURN_IF_ERROR(mig_load(dev->gpu, &st));
+    gi = &st.gi[dev->gi];
+    profile = gi->ci[dev->ci].profile;
+    memset(attributes, 0, sizeof(*attributes));
+    attributes->multiprocessorCount = ci_sm_count(&st, gi, profile);
+    attributes->sharedCopyEngineCount = gi->profile->ce;
+    attributes->sharedDecoderCount = gi->profile->dec;
+    attributes->sharedEncoderCount = gi->profile->enc;
+    attributes->sharedJpegCount = gi->profile->jpeg;
+    attributes->sharedOfaCount = gi->profile->ofa;
+    attributes->gpuInstanceSliceCount = gi->profile->slices;
+    attributes->computeInstanceSliceCount = ci_profile_slices[profile];
+    attributes->memorySizeMB = gi->profile->memory_mib;
+    return NVML_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------ */

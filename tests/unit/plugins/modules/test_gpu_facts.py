@@ -69,8 +69,7 @@ def test_dgx_a100_reports_mig_devices(module_result, nvml_fixture):
     gpu0, gpu1, gpu2 = facts["gpus"][:3]
     assert gpu0["mig_mode"] is True and len(gpu0["mig_devices"]) == 7
     assert {d["profile"] for d in gpu0["mig_devices"]} == {"1g.10gb"}
-    assert [d["uuid"] for d in gpu0["mig_devices"]] == [
-        fixture_value(fx, 0, "uuid", ("mig", n)) for n in range(7)]
+    assert [d["uuid"] for d in gpu0["mig_devices"]] == [fx["gpu.0.gi.%d.ci.0.uuid" % gi] for gi in range(7, 14)]
     assert [d["gpu_instance_id"] for d in gpu0["mig_devices"]] == list(range(7, 14))
     assert all(d["memory_total_mib"] == 9856 for d in gpu0["mig_devices"])
     assert gpu1["mig_mode"] is True
