@@ -29,13 +29,13 @@ def resolve_targets(selectors, gpus):
     indexes = [gpu["index"] for gpu in gpus]
     if not selectors:
         raise ConfigError("gpus: give 'all' or a list of GPU indexes or UUIDs, got an empty list")
+    selectors = [str(s).strip() for s in selectors]
     if "all" in selectors:
         if len(selectors) > 1:
             raise ConfigError("gpus: 'all' cannot be combined with other selectors, got %s" % ", ".join(selectors))
         return indexes
     chosen = set()
-    for raw in selectors:
-        selector = str(raw).strip()
+    for selector in selectors:
         if selector.isdigit():
             if int(selector) not in indexes:
                 raise ConfigError("gpus: index %s is out of range; this node has GPUs %s"
@@ -57,23 +57,50 @@ def describe_range(indexes):
     return "%d-%d" % (indexes[0], indexes[-1]) if len(indexes) > 1 else str(indexes[0])
 
 
-def normalise_clocks(value):
+def normalise_clocks(value, field="locked_clocks_mhz"):
     """``{"min": int, "max": int}``, ``"reset"`` or None from the user's ``locked_clocks_mhz``."""
     if value is None:
         return None
     if isinstance(value, str):
         if value.strip().lower() == "reset":
             return "reset"
-        raise ConfigError("locked_clocks_mhz: give {min: MHz, max: MHz} or 'reset', got '%s'" % value)
+        raise ConfigError("%s: give {min: MHz, max: MHz} or 'reset', got '%s'" % (field, value))
     if not isinstance(value, dict) or set(value) != {"min", "max"}:
-        raise ConfigError("locked_clocks_mhz: give exactly the keys min and max (MHz), or 'reset', got %s" % (value,))
+        raise ConfigError("%s: give exactly the keys min and max (MHz), or 'reset', got %s" % (field, value))
     try:
         low, high = int(value["min"]), int(value["max"])
     except (TypeError, ValueError):
-        raise ConfigError("locked_clocks_mhz: min and max must be whole MHz, got %s" % (value,)) from None
+        raise ConfigError("%s: min and max must be whole MHz, got %s" % (field, value)) from None
     if low <= 0 or high <= 0 or low > high:
-        raise ConfigError("locked_clocks_mhz: need 0 < min <= max, got min %d and max %d" % (low, high))
+        raise ConfigError("%s: need 0 < min <= max, got min %d and max %d" % (field, low, high))
     return {"min": low, "max": high}
+
+
+def normalise_settings(settings, prefix=""):
+    """The settings of one rule without the unset ones, checked for what needs no GPU to check."""
+    chosen = {k: settings[k] for k in SETTINGS if settings.get(k) is not None}
+    if "locked_clocks_mhz" in chosen:
+        chosen["locked_clocks_mhz"] = normalise_clocks(chosen["locked_clocks_mhz"], prefix + "locked_clocks_mhz")
+    if "power_limit_w" in chosen and chosen["power_limit_w"] <= 0:
+        raise ConfigError("%spower_limit_w must be a positive number of watts, got %s"
+                          % (prefix, chosen["power_limit_w"]))
+    return chosen
+
+
+def desired_per_gpu(rules, inventory):
+    """Merge ``[(selectors, settings, field prefix), ...]`` in order (later rules win) into {index: settings}."""
+    desired = {}
+    for selectors, settings, prefix in rules:
+        chosen = normalise_settings(settings, prefix)
+        if not chosen:
+            continue
+        try:
+            indexes = resolve_targets(selectors, inventory)
+        except ConfigError as exc:
+            raise ConfigError(prefix + str(exc)) from None
+        for index in indexes:
+            desired.setdefault(index, {}).update(chosen)
+    return desired
 
 
 class LockedClocksMemory:

@@ -19,12 +19,46 @@ description:
     C(accelops.gpu.gpu_settings) role re-applies them at boot.
   - A lost GPU among the targets fails the task before anything changes, unless O(skip_lost=true), which leaves
     the lost GPUs out (listed in RV(skipped)) and handles the others.
+  - Without nvidia-ml-py or a loaded driver the task fails; in check mode it reports a change with a warning
+    instead, since an earlier role of the same run may be what installs them.
 options:
   gpus:
-    description: C(all), or GPU indexes and UUIDs (C(GPU-...)).
+    description: The GPUs the settings at the top level apply to; C(all), or GPU indexes and UUIDs (C(GPU-...)).
     type: list
-    elements: str
+    elements: raw
     default: [all]
+  per_gpu:
+    description:
+      - Settings for some GPUs, applied over the top-level ones in order (a later entry wins for the GPUs it
+        names). GPUs named only here are configured too.
+      - Each entry has O(per_gpu[].gpus) and any of the settings, with the same meaning as at the top level.
+    type: list
+    elements: dict
+    suboptions:
+      gpus:
+        description: GPU indexes and UUIDs, or C(all).
+        type: list
+        elements: raw
+        required: true
+      persistence_mode:
+        description: See O(persistence_mode).
+        type: bool
+      power_limit_w:
+        description: See O(power_limit_w).
+        type: float
+      compute_mode:
+        description: See O(compute_mode).
+        type: str
+        choices: [default, exclusive_process, prohibited]
+      ecc_mode:
+        description: See O(ecc_mode).
+        type: bool
+      mig_mode:
+        description: See O(mig_mode).
+        type: bool
+      locked_clocks_mhz:
+        description: See O(locked_clocks_mhz).
+        type: raw
   persistence_mode:
     description: Keep the driver initialised when no client is attached (recommended on servers).
     type: bool
@@ -87,6 +121,14 @@ EXAMPLES = r"""
   accelops.gpu.gpu_config:
     gpus: [0, 1]
     power_limit_w: 500
+  become: true
+
+- name: 600 W everywhere except 450 W on GPUs 0 and 1, in one task
+  accelops.gpu.gpu_config:
+    power_limit_w: 600
+    per_gpu:
+      - gpus: [0, 1]
+        power_limit_w: 450
   become: true
 
 - name: Lock graphics clocks for reproducible benchmarks
@@ -182,26 +224,32 @@ from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
     ConfigError,
     GpuConfigurator,
     LockedClocksMemory,
-    normalise_clocks,
-    resolve_targets,
+    desired_per_gpu,
+    normalise_settings,
 )
+
+
+class Unavailable(ConfigError):
+    """The GPUs cannot be read at all (no pynvml, no driver): an error, except in check mode on a host that an
+    earlier role of the same run would have prepared."""
 
 
 def configure(module, session):
     params = module.params
-    desired = {k: params[k] for k in SETTINGS}
-    desired["locked_clocks_mhz"] = normalise_clocks(params["locked_clocks_mhz"])
-    if desired["power_limit_w"] is not None and desired["power_limit_w"] <= 0:
-        raise ConfigError("power_limit_w must be a positive number of watts, got %s" % desired["power_limit_w"])
+    rules = [(params["gpus"], params, "")] + [
+        (rule["gpus"], rule, "per_gpu[%d]." % n) for n, rule in enumerate(params["per_gpu"] or [])]
+    for _selectors, settings, prefix in rules:  # what needs no GPU is checked before NVML is touched
+        normalise_settings(settings, prefix)
     _available, loaded, reason = session.open()
     if not loaded:
-        raise ConfigError("NVML is not usable on this host: %s" % reason)
+        raise Unavailable("NVML is not usable on this host: %s" % reason)
     if os.geteuid() != 0 and not module.check_mode:
         raise ConfigError("changing GPU settings needs root: run the task with become: true")
 
     configurator = GpuConfigurator(session, LockedClocksMemory(params["state_dir"]))
     inventory = configurator.inventory()
-    targets = [inventory[i] for i in resolve_targets(params["gpus"], inventory)]
+    desired = desired_per_gpu(rules, inventory)
+    targets = [inventory[i] for i in sorted(desired)]
     lost = [gpu["index"] for gpu in targets if gpu["lost"]]
     if lost and not params["skip_lost"]:
         raise ConfigError("GPU %s is lost; nothing was changed (skip_lost: true handles the others)"
@@ -210,14 +258,14 @@ def configure(module, session):
 
     current = {gpu["index"]: configurator.read(gpu) for gpu in targets}
     errors = [error for gpu in targets
-              for error in configurator.validate(desired, current[gpu["index"]], "GPU %d" % gpu["index"])]
+              for error in configurator.validate(desired[gpu["index"]], current[gpu["index"]], "GPU %d" % gpu["index"])]
     if errors:
         raise ConfigError("nothing was changed: " + "; ".join(errors))
 
     results = []
     for gpu in targets:
         before = current[gpu["index"]]
-        changes = configurator.plan(desired, before)
+        changes = configurator.plan(desired[gpu["index"]], before)
         if changes and not module.check_mode:
             configurator.apply(gpu, changes, "GPU %d" % gpu["index"])
         after = configurator.view(before, changes)
@@ -230,24 +278,38 @@ def configure(module, session):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            gpus=dict(type="list", elements="str", default=["all"]),
+            gpus=dict(type="list", elements="raw", default=["all"]),
             persistence_mode=dict(type="bool"),
             power_limit_w=dict(type="float"),
             compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
             ecc_mode=dict(type="bool"),
             mig_mode=dict(type="bool"),
             locked_clocks_mhz=dict(type="raw"),
+            per_gpu=dict(type="list", elements="dict", options=dict(
+                gpus=dict(type="list", elements="raw", required=True),
+                persistence_mode=dict(type="bool"),
+                power_limit_w=dict(type="float"),
+                compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
+                ecc_mode=dict(type="bool"),
+                mig_mode=dict(type="bool"),
+                locked_clocks_mhz=dict(type="raw"),
+            )),
             skip_lost=dict(type="bool", default=False),
             state_dir=dict(type="path", default="/run/accelops-gpu"),
         ),
-        required_one_of=[list(SETTINGS)],
+        required_one_of=[[*SETTINGS, "per_gpu"]],
         supports_check_mode=True,
     )
-    if not _nvml.HAS_PYNVML:
-        module.fail_json(msg=_nvml.MISSING_LIB_HINT, exception=_nvml.PYNVML_IMPORT_ERROR)
     try:
+        if not _nvml.HAS_PYNVML:
+            raise Unavailable(_nvml.MISSING_LIB_HINT)
         with _nvml.NvmlSession() as session:
             results, skipped = configure(module, session)
+    except Unavailable as exc:
+        if not module.check_mode:
+            module.fail_json(msg=str(exc))
+        module.warn("check mode: %s; the GPU settings cannot be compared, a real run would apply them" % exc)
+        module.exit_json(changed=True, gpus=[], reset_required=False, pending_reset=[], skipped=[])
     except ConfigError as exc:
         module.fail_json(msg=str(exc))
     changed = any(r["changed"] for r in results)

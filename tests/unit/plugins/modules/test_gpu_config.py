@@ -50,6 +50,24 @@ def test_check_then_real_then_idempotent(configure):
     assert again["gpus"][5]["before"]["compute_mode"] == "exclusive_process"
 
 
+def test_per_gpu_rules_win_over_the_node_wide_ones(configure):
+    args = dict(power_limit_w=600, persistence_mode=True, per_gpu=[
+        {"gpus": ["0", "1"], "power_limit_w": 450}, {"gpus": ["7"], "persistence_mode": False},
+        {"gpus": ["1"], "power_limit_w": 400}])
+    rc, result, path = configure("dgx-h100", **args)
+    assert rc == 0 and result["changed"]
+    assert [g["after"]["power_limit_w"] for g in result["gpus"]] == [450.0, 400.0] + [600.0] * 6
+    assert [g["after"]["persistence_mode"] for g in result["gpus"]] == [True] * 7 + [False]
+    values = read_fixture(path)
+    assert values["gpu.1.power.limit_mw"] == "400000" and values["gpu.7.persistence_mode"] == "0"
+    assert configure("dgx-h100", **args)[1]["changed"] is False
+
+
+def test_per_gpu_alone_touches_only_its_gpus(configure):
+    rc, result, _path = configure("dgx-h100", per_gpu=[{"gpus": ["2"], "compute_mode": "prohibited"}])
+    assert rc == 0 and [g["index"] for g in result["gpus"]] == [2]
+
+
 def test_select_by_index_and_uuid(configure):
     rc, result, path = configure("dgx-h100", gpus=["1", H100_GPU3], persistence_mode=False)
     assert rc == 0 and [g["index"] for g in result["gpus"]] == [1, 3]
@@ -143,6 +161,15 @@ BAD_INPUT = [
     ("pcie-l40s", {"mig_mode": True}, "GPU 0: mig_mode is not supported on this GPU; GPU 1: mig_mode is not"),
     ("dgx-h100", {}, "one of the following is required: persistence_mode, power_limit_w, compute_mode"),
     ("dgx-h100", {"persistence_mode": True, "colour": "green"}, "Unsupported parameters"),
+    ("dgx-h100", {"per_gpu": [{"power_limit_w": 400}]}, "missing required arguments: gpus found in per_gpu"),
+    ("dgx-h100", {"per_gpu": [{"gpus": ["1"], "compute_mode": "shared"}]},
+     "value of compute_mode must be one of: default, exclusive_process, prohibited, got: shared found in per_gpu"),
+    ("dgx-h100", {"power_limit_w": 600, "per_gpu": [{"gpus": ["8"], "power_limit_w": 400}]},
+     "per_gpu[0].gpus: index 8 is out of range"),
+    ("dgx-h100", {"power_limit_w": 600, "per_gpu": [{"gpus": ["0"], "locked_clocks_mhz": "max"}]},
+     "per_gpu[0].locked_clocks_mhz: give {min: MHz, max: MHz} or 'reset'"),
+    ("dgx-h100", {"power_limit_w": 600, "per_gpu": [{"gpus": ["1"], "power_limit_w": 150}]},
+     "GPU 1: power_limit_w 150.0 is outside this GPU's range 200-700 W"),
     ("driver-not-loaded", {"persistence_mode": True}, "NVML is not usable on this host: the NVIDIA kernel driver"),
     ("gpu-lost", {"gpus": ["2"], "power_limit_w": 600}, "GPU 2 is lost; nothing was changed"),
     ("dgx-h100", {"gpus": ["0", "1"], "power_limit_w": 450, "compute_mode": "default", "mig_mode": True,
@@ -158,3 +185,8 @@ def test_bad_input_is_one_clear_error_and_changes_nothing(configure, tmp_path, n
     assert "gpus" not in result
     assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
     assert not (tmp_path / "state").exists()
+
+
+def test_check_mode_without_a_driver_predicts_a_change(configure):
+    rc, result, _path = configure("driver-not-loaded", persistence_mode=True, _ansible_check_mode=True)
+    assert rc == 0 and result["changed"] is True and result["gpus"] == []
