@@ -103,6 +103,21 @@ def desired_per_gpu(rules, inventory):
     return desired
 
 
+def inventory(nvml):
+    """Every GPU of an open NVML session as {index, uuid, handle, lost}."""
+    gpus = []
+    for index in range(nvml.query("nvmlDeviceGetCount") or 0):
+        handle = nvml.call("nvmlDeviceGetHandleByIndex", index)
+        entry = {"index": index, "handle": handle, "uuid": None, "lost": False}
+        try:
+            uuid = nvml.call("nvmlDeviceGetUUID", handle)
+            entry["uuid"] = uuid.decode() if isinstance(uuid, bytes) else uuid
+        except GpuLost:
+            entry["lost"] = True
+        gpus.append(entry)
+    return gpus
+
+
 class LockedClocksMemory:
     """NVML has no getter for locked clocks: remember what was set, per GPU UUID, in a file under /run, which a
     reboot clears along with the locks themselves."""
@@ -137,18 +152,7 @@ class GpuConfigurator:
         self.locked = memory.load()
 
     def inventory(self):
-        """Every GPU as {index, uuid, handle, lost}."""
-        gpus = []
-        for index in range(self.nvml.query("nvmlDeviceGetCount") or 0):
-            handle = self.nvml.call("nvmlDeviceGetHandleByIndex", index)
-            entry = {"index": index, "handle": handle, "uuid": None, "lost": False}
-            try:
-                uuid = self.nvml.call("nvmlDeviceGetUUID", handle)
-                entry["uuid"] = uuid.decode() if isinstance(uuid, bytes) else uuid
-            except GpuLost:
-                entry["lost"] = True
-            gpus.append(entry)
-        return gpus
+        return inventory(self.nvml)
 
     def read(self, gpu):
         """Current settings of one GPU; a setting NVML does not support here is None."""

@@ -275,7 +275,7 @@ def test_remaining_capacity_follows_occupied_slices(nvml):
 def test_create_without_placement_fills_like_nvidia_smi(nvml):
     path = h100_mig_on(nvml)
     h = handle()
-    created = [gi_info(create_gi(h, P1G)) for _ in range(7)]
+    created = [gi_info(create_gi(h, P1G)) for _n in range(7)]
     # nvidia-smi mig -cgi 19 x7 on an empty H100: GPU instance ids 13, 11, 12, 7, 8, 9, 10
     assert [c[0] for c in created] == [13, 11, 12, 7, 8, 9, 10]
     assert all(profile == P1G and place == (gid - 7, 1) for gid, profile, place in created)

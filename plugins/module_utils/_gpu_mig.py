@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: MIG layouts (GPU instances with one compute instance each), planned
+against NVML's profile table and placements, validated before any instance is created or destroyed."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections import Counter
+
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import ConfigError
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlCallError
+
+# NVML_GPU_INSTANCE_PROFILE_* and NVML_COMPUTE_INSTANCE_PROFILE_* indexes to ask NVML about; the ids NVML answers
+# with are what creation takes.
+GPU_INSTANCE_PROFILE_INDEXES = range(0x12)
+COMPUTE_INSTANCE_PROFILE_INDEXES = range(0x9)
+COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0
+MAX_PLACEMENTS = 16
+PROFILE_NAME = re.compile(r"^(?:MIG\s+)?(\d+g\.\d+gb(?:\+\w+)?(?:-\w+)?)$")
+
+
+def profile_name(raw):
+    """NVML's ``MIG 1g.10gb`` as ``1g.10gb``; None for a name that is not a GPU-instance profile."""
+    text = raw.decode() if isinstance(raw, bytes) else (raw or "")
+    match = PROFILE_NAME.match(text.strip())
+    return match.group(1) if match else None
+
+
+def fit(wanted, placements, occupied=()):
+    """Place the profiles in ``wanted`` on the memory slices not ``occupied``.
+
+    ``placements`` maps a profile name to its possible ``(start, size)`` placements. Returns ``[(name, start,
+    size), ...]``, largest first (the order to create them in), each at its lowest free placement, or None when the
+    profiles cannot all fit.
+    """
+    order = sorted(wanted, key=lambda name: (-placements[name][0][1], name))
+
+    def place(position, used):
+        if position == len(order):
+            return []
+        name = order[position]
+        for start, size in sorted(placements[name]):
+            slots = set(range(start, start + size))
+            if slots & used:
+                continue
+            rest = place(position + 1, used | slots)
+            if rest is not None:
+                return [(name, start, size), *rest]
+        return None
+
+    return place(0, set(occupied))
+
+
+def plan_layout(desired, current, placements):
+    """What to keep, destroy and create so that the GPU holds exactly the ``desired`` profiles.
+
+    ``current`` lists instances as dicts with ``profile``, ``start``, ``size``, ``whole`` (one compute instance
+    spanning it) and ``processes``. Matching instances are kept where the rest still fits around them (busy ones
+    first); otherwise the GPU is laid out anew.
+    """
+    remaining = Counter(desired)
+    keep, destroy = [], []
+    for instance in sorted(current, key=lambda i: (not i["processes"], i["start"])):
+        if instance["whole"] and remaining[instance["profile"]] > 0:
+            remaining[instance["profile"]] -= 1
+            keep.append(instance)
+        else:
+            destroy.append(instance)
+    occupied = [s for i in keep for s in range(i["start"], i["start"] + i["size"])]
+    create = fit(list(remaining.elements()), placements, occupied)
+    if create is None:
+        keep, destroy, create = [], list(current), fit(desired, placements)
+    return {"keep": keep, "destroy": destroy, "create": create}
+
+
+class MigManager:
+    """Reads and changes the MIG instances of GPUs through one NVML session."""
+
+    def __init__(self, session):
+        self.nvml = session
+        self.lib = session.lib
+
+    def profiles(self, handle):
+        """{name: {"id", "slices", "count", "memory_mib", "placements"}} of the GPU-instance profiles offered."""
+        table = {}
+        for index in GPU_INSTANCE_PROFILE_INDEXES:
+            info = self.nvml.query("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
+            name = profile_name(info.name) if info is not None else None
+            if name is None or name in table:
+                continue
+            array = (self.lib.c_nvmlGpuInstancePlacement_t * MAX_PLACEMENTS)()
+            count = ctypes.c_uint(MAX_PLACEMENTS)
+            self.nvml.call("nvmlDeviceGetGpuInstancePossiblePlacements", handle, info.id, array, ctypes.byref(count))
+            table[name] = {"id": info.id, "slices": info.sliceCount, "count": info.instanceCount,
+                           "memory_mib": info.memorySizeMB,
+                           "placements": [(array[n].start, array[n].size) for n in range(count.value)]}
+        return table
+
+    def instances(self, handle, table, processes):
+        """The GPU instances on the GPU, each with its compute instances and the processes running on it."""
+        found = []
+        for name, profile in table.items():
+            refs = (self.lib.c_nvmlGpuInstance_t * max(profile["count"], 1))()
+            count = ctypes.c_uint(0)
+            self.nvml.call("nvmlDeviceGetGpuInstances", handle, profile["id"], refs, ctypes.byref(count))
+            for n in range(count.value):
+                info = self.nvml.call("nvmlGpuInstanceGetInfo", refs[n])
+                cis = self.compute_instances(refs[n])
+                found.append({
+                    "handle": refs[n], "id": info.id, "profile": name, "start": info.placement.start,
+                    "size": info.placement.size, "compute_instances": cis,
+                    "whole": len(cis) == 1 and cis[0]["slices"] == profile["slices"],
+                    "processes": [p for p in processes if p["gpu_instance_id"] == info.id],
+                })
+        return sorted(found, key=lambda i: i["start"])
+
+    def compute_instance_profiles(self, gpu_instance):
+        profiles = []
+        for index in COMPUTE_INSTANCE_PROFILE_INDEXES:
+            info = self.nvml.query("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index,
+                                   COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+            if info is not None and all(p["id"] != info.id for p in profiles):
+                profiles.append({"id": info.id, "slices": info.sliceCount, "count": info.instanceCount})
+        return profiles
+
+    def compute_instances(self, gpu_instance):
+        found = []
+        for profile in self.compute_instance_profiles(gpu_instance):
+            refs = (self.lib.c_nvmlComputeInstance_t * max(profile["count"], 1))()
+            count = ctypes.c_uint(0)
+            self.nvml.call("nvmlGpuInstanceGetComputeInstances", gpu_instance, profile["id"], refs,
+                           ctypes.byref(count))
+            found.extend({"handle": refs[n], "slices": profile["slices"]} for n in range(count.value))
+        return found
+
+    def processes(self, handle):
+        procs = self.nvml.query("nvmlDeviceGetComputeRunningProcesses_v3", handle) or []
+        return [{"pid": p.pid, "gpu_instance_id": p.gpuInstanceId} for p in procs]
+
+    def destroy(self, instance, label):
+        try:
+            for ci in instance["compute_instances"]:
+                self.nvml.call("nvmlComputeInstanceDestroy", ci["handle"])
+            self.nvml.call("nvmlGpuInstanceDestroy", instance["handle"])
+        except NvmlCallError as exc:
+            raise ConfigError("%s: destroying the %s instance (GPU instance %d) failed: %s"
+                              % (label, instance["profile"], instance["id"], exc.message)) from None
+
+    def create(self, handle, profile, spot, label):
+        """Create the GPU instance ``spot`` = (profile name, start, size) with one compute instance spanning it."""
+        name, start, size = spot
+        placement = self.lib.c_nvmlGpuInstancePlacement_t()
+        placement.start, placement.size = start, size
+        try:
+            gpu_instance = self.nvml.call("nvmlDeviceCreateGpuInstanceWithPlacement", handle, profile["id"],
+                                          ctypes.byref(placement))
+            whole = [p for p in self.compute_instance_profiles(gpu_instance) if p["slices"] == profile["slices"]]
+            if not whole:
+                raise ConfigError("%s: the %s instance offers no compute instance spanning it" % (label, name))
+            self.nvml.call("nvmlGpuInstanceCreateComputeInstance", gpu_instance, whole[0]["id"])
+        except NvmlCallError as exc:
+            raise ConfigError("%s: creating a %s instance at memory slice %d failed: %s"
+                              % (label, name, start, exc.message)) from None
+
+    def devices(self, handle):
+        """The MIG devices of a GPU as schedulers and containers see them."""
+        found = []
+        for slot in range(self.nvml.query("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
+            mig = self.nvml.query("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+            if mig is None:
+                continue
+            name = self.nvml.query("nvmlDeviceGetName", mig)
+            name = name.decode() if isinstance(name, bytes) else name
+            uuid = self.nvml.query("nvmlDeviceGetUUID", mig)
+            found.append({
+                "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+                "name": name,
+                "profile": (name or "").rsplit("MIG ", 1)[-1] or None,
+                "gpu_instance_id": self.nvml.query("nvmlDeviceGetGpuInstanceId", mig),
+                "compute_instance_id": self.nvml.query("nvmlDeviceGetComputeInstanceId", mig),
+            })
+        return found
