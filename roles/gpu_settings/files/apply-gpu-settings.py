@@ -1,124 +1,138 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Re-apply the GPU settings that the NVIDIA driver forgets when it loads.
+"""Re-apply at boot what the NVIDIA driver forgets when it loads: persistence mode, power limit, compute mode,
+locked clocks, and the MIG layout (GPU instances do not survive a reboot or a driver reload).
 
-Installed by the accelops.gpu.gpu_settings role and run at boot by accelops-gpu-settings.service with the Python of
-the accelops.gpu.nvml_python virtual environment (which has pynvml).
+Installed by the accelops.gpu.gpu_settings role and run by accelops-gpu-settings.service with the Python of the
+accelops.gpu.nvml_python virtual environment (which has pynvml). It uses the same planning code as the collection's
+gpu_config and gpu_mig modules, installed beside it by the role.
 
-Usage: apply-gpu-settings [--check] CONFIG.json
+Usage: apply-gpu-settings [--check] [--lib DIR] CONFIG.json
 
-CONFIG holds {"rules": [{"gpus": ["all" | index | UUID, ...], "persistence_mode": bool, "power_limit_w": number,
-"compute_mode": "default" | "exclusive_process" | "prohibited", "locked_clocks_mhz": {"min": MHz, "max": MHz} |
-"reset"}, ...]}; later rules win. With --check nothing is changed and the exit code is 3 when something differs.
-Locked clocks cannot be read back through NVML: they are applied on every run and not compared under --check.
+CONFIG: {"settings": {<gpu_config settings for every GPU>}, "per_gpu": [{"gpus": [...], <settings>}, ...],
+"mig_layouts": [{"gpus": [...], "layout": ["3g.40gb", ...]}, ...]}. With --check nothing changes and the exit code
+is 3 when something differs. Locked clocks cannot be read back through NVML; they are always set again here.
 """
 
 import json
+import os
 import sys
 
-import pynvml
-
-COMPUTE_MODES = {"default": 0, "prohibited": 2, "exclusive_process": 3}
-EXIT_FAILED, EXIT_DIFFERS = 1, 3
+EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERS = 1, 2, 3
+DEFAULT_LIB = "/usr/local/lib/accelops-gpu"
 
 
-def targets(selectors, count, uuids):
-    chosen = set()
-    for raw in selectors:
-        selector = str(raw)
-        if selector == "all":
-            chosen.update(range(count))
-        elif selector.isdigit() and int(selector) < count:
-            chosen.add(int(selector))
-        elif selector.lower() in uuids:
-            chosen.add(uuids[selector.lower()])
+def arguments(argv):
+    check, lib, paths = False, DEFAULT_LIB, []
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--check":
+            check = True
+        elif arg == "--lib" and args:
+            lib = args.pop(0)
         else:
-            raise ValueError("no GPU %s on this node" % selector)
-    return sorted(chosen)
+            paths.append(arg)
+    return check, lib, paths
 
 
-def desired_state(rules, count, uuids):
-    """Per GPU index, the final value of each setting after all rules."""
-    state = {index: {} for index in range(count)}
-    for rule in rules:
-        settings = {k: v for k, v in rule.items() if k != "gpus" and v is not None}
-        for index in targets(rule.get("gpus", ["all"]), count, uuids):
-            state[index].update(settings)
-    return state
+def settings_pass(session, config, check, state_dir, say):
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
 
-
-def apply(handle, settings, check):
-    """Return the list of settings that differed (and were set unless ``check``)."""
-    differs = []
-    if "persistence_mode" in settings:
-        want = int(bool(settings["persistence_mode"]))
-        if pynvml.nvmlDeviceGetPersistenceMode(handle) != want:
-            differs.append("persistence_mode")
+    memory = gc.LockedClocksMemory(state_dir)
+    if not check:
+        memory.save({})  # the driver has just loaded: nothing is locked, whatever an earlier boot remembered
+    configurator = gc.GpuConfigurator(session, memory)
+    gpus = configurator.inventory()
+    rules = [(["all"], config.get("settings") or {}, "settings.")] + [
+        (rule.get("gpus", ["all"]), rule, "per_gpu[%d]." % n) for n, rule in enumerate(config.get("per_gpu") or [])]
+    desired = gc.desired_per_gpu(rules, gpus)
+    differs = failed = False
+    for index in sorted(desired):
+        gpu, label = gpus[index], "GPU %d" % index
+        if gpu["lost"]:
+            say("%s: lost, left out" % label)
+            failed = True
+            continue
+        current = configurator.read(gpu)
+        errors = configurator.validate(desired[index], current, label)
+        if errors:
+            say("; ".join(errors))
+            failed = True
+            continue
+        changes = configurator.plan(desired[index], current)
+        if check:
+            changes.pop("locked_clocks_mhz", None)  # cannot be read back, so never reported as differing
+        if changes:
+            differs = True
             if not check:
-                pynvml.nvmlDeviceSetPersistenceMode(handle, want)
-    if "power_limit_w" in settings:
-        want = round(float(settings["power_limit_w"]) * 1000)
-        if pynvml.nvmlDeviceGetPowerManagementLimit(handle) != want:
-            differs.append("power_limit_w")
-            if not check:
-                pynvml.nvmlDeviceSetPowerManagementLimit(handle, want)
-    if "compute_mode" in settings:
-        want = COMPUTE_MODES[settings["compute_mode"]]
-        if pynvml.nvmlDeviceGetComputeMode(handle) != want:
-            differs.append("compute_mode")
-            if not check:
-                pynvml.nvmlDeviceSetComputeMode(handle, want)
-    clocks = settings.get("locked_clocks_mhz")
-    if clocks and not check:
-        if clocks == "reset":
-            pynvml.nvmlDeviceResetGpuLockedClocks(handle)
-        else:
-            pynvml.nvmlDeviceSetGpuLockedClocks(handle, int(clocks["min"]), int(clocks["max"]))
-    return differs
+                configurator.apply(gpu, changes, label)
+        say("%s: %s" % (label, ("%s %s" % ("differs" if check else "set", ", ".join(sorted(changes))))
+                        if changes else "as configured"))
+    return differs, failed
+
+
+def mig_pass(session, config, check, say):
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_mig as gm
+
+    manager = gm.MigManager(session)
+    gpus = gc.inventory(session)
+    differs = failed = False
+    for layout in config.get("mig_layouts") or []:
+        for index in gc.resolve_targets(layout.get("gpus", ["all"]), gpus):
+            gpu, label = gpus[index], "GPU %d" % index
+            modes = session.query("nvmlDeviceGetMigMode", gpu["handle"]) if not gpu["lost"] else None
+            if not modes or not modes[0]:
+                say("%s: MIG mode is not on, layout left out" % label)
+                failed = True
+                continue
+            table = manager.profiles(gpu["handle"])
+            placements = {name: table[name]["placements"] for name in table}
+            if set(layout["layout"]) - set(table) or gm.fit(layout["layout"], placements) is None:
+                say("%s: layout %s does not fit this GPU" % (label, " + ".join(layout["layout"])))
+                failed = True
+                continue
+            current = manager.instances(gpu["handle"], table, manager.processes(gpu["handle"]))
+            plan = gm.plan_layout(layout["layout"], current, placements)
+            changing = bool(plan["destroy"] or plan["create"])
+            if changing and not check:
+                for instance in plan["destroy"]:
+                    manager.destroy(instance, label)
+                for spot in plan["create"]:
+                    manager.create(gpu["handle"], table[spot[0]], spot, label)
+            differs = differs or changing
+            say("%s: MIG layout %s" % (label, ("differs" if check else "laid out") if changing else "as configured"))
+    return differs, failed
 
 
 def main(argv):
-    check = "--check" in argv
-    paths = [a for a in argv if a != "--check"]
+    check, lib, paths = arguments(argv)
     if len(paths) != 1:
         sys.stderr.write(__doc__)
-        return 2
-    with open(paths[0]) as handle:
-        rules = json.load(handle).get("rules", [])
-    pynvml.nvmlInit()
-    failed = differed = False
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        uuids = {}
-        for index, handle in enumerate(handles):
-            try:
-                uuids[pynvml.nvmlDeviceGetUUID(handle).lower()] = index
-            except pynvml.NVMLError:
-                pass
-        try:
-            desired = desired_state(rules, count, uuids)
-        except ValueError as exc:
-            print("%s: %s" % (paths[0], exc))
+        return EXIT_USAGE
+    sys.path.insert(0, lib)
+    from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
+    from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import ConfigError
+
+    with open(paths[0], encoding="utf-8") as handle:
+        config = json.load(handle)
+    state_dir = os.environ.get("ACCELOPS_GPU_STATE_DIR", "/run/accelops-gpu")
+    with _nvml.NvmlSession() as session:
+        _available, loaded, reason = session.open()
+        if not loaded:
+            print("NVML is not usable: %s" % reason)
             return EXIT_FAILED
-        for index, settings in sorted(desired.items()):
-            if not settings:
-                continue
-            try:
-                differs = apply(handles[index], settings, check)
-            except pynvml.NVMLError as exc:
-                print("GPU %d: %s" % (index, exc))
-                failed = True
-                continue
-            differed = differed or bool(differs)
-            verb = "differs" if check else "set"
-            print("GPU %d: %s" % (index, ("%s %s" % (verb, ", ".join(differs))) if differs else "as configured"))
-    finally:
-        pynvml.nvmlShutdown()
-    if failed:
+        try:
+            differs, failed = settings_pass(session, config, check, state_dir, print)
+            mig_differs, mig_failed = mig_pass(session, config, check, print)
+        except ConfigError as exc:
+            print(exc)
+            return EXIT_FAILED
+    if failed or mig_failed:
         return EXIT_FAILED
-    return EXIT_DIFFERS if check and differed else 0
+    return EXIT_DIFFERS if check and (differs or mig_differs) else 0
 
 
 if __name__ == "__main__":

@@ -10,65 +10,90 @@ import sys
 
 import pytest
 
-from simnode import FAKENVML_DIR, FIXTURES, ROOT, build_fake_nvml, read_fixture
+from simnode import COLLECTIONS, FAKENVML_DIR, FIXTURES, ROOT, build_fake_nvml, read_fixture
 
 SCRIPT = ROOT / "roles" / "gpu_settings" / "files" / "apply-gpu-settings.py"
-RULES = [
-    {"gpus": ["all"], "persistence_mode": True, "power_limit_w": 600, "compute_mode": "exclusive_process"},
-    {"gpus": [0, "1"], "power_limit_w": 450},
-    {"gpus": ["GPU-cc7c40c4-84fc-4d1d-949b-5a14d0863ef9"], "locked_clocks_mhz": {"min": 1410, "max": 1980}},
-    {"gpus": ["7"], "persistence_mode": False},
-]
+CONFIG = {
+    "settings": {"persistence_mode": True, "power_limit_w": 600, "compute_mode": "exclusive_process"},
+    "per_gpu": [
+        {"gpus": [0, "1"], "power_limit_w": 450},
+        {"gpus": ["GPU-cc7c40c4-84fc-4d1d-949b-5a14d0863ef9"], "locked_clocks_mhz": {"min": 1410, "max": 1980}},
+        {"gpus": ["7"], "persistence_mode": False},
+    ],
+}
+A100_LAYOUTS = {"mig_layouts": [{"gpus": [0], "layout": ["1g.10gb"] * 7},
+                                {"gpus": [1], "layout": ["3g.40gb", "2g.20gb", "1g.10gb"]}]}
 
 
 @pytest.fixture
 def node(tmp_path):
     build_fake_nvml()
-    fixture = tmp_path / "nvml.conf"
-    shutil.copyfile(FIXTURES / "dgx-h100.conf", fixture)
 
-    def run(rules, *flags):
-        config = tmp_path / "gpu-settings.json"
-        config.write_text(json.dumps({"rules": rules}))
-        env = dict(os.environ, LD_LIBRARY_PATH=str(FAKENVML_DIR), FAKE_NVML_FIXTURE=str(fixture))
-        out = subprocess.run([sys.executable, str(SCRIPT), *flags, str(config)], capture_output=True, text=True,
-                             env=env, check=False)
+    def run(fixture_name, config, *flags):
+        fixture = tmp_path / "nvml.conf"
+        if not fixture.exists():
+            shutil.copyfile(FIXTURES / ("%s.conf" % fixture_name), fixture)
+        path = tmp_path / "gpu-settings.json"
+        path.write_text(json.dumps(config))
+        env = dict(os.environ, LD_LIBRARY_PATH=str(FAKENVML_DIR), FAKE_NVML_FIXTURE=str(fixture),
+                   ACCELOPS_GPU_STATE_DIR=str(tmp_path / "run"))
+        out = subprocess.run([sys.executable, str(SCRIPT), *flags, "--lib", str(COLLECTIONS), str(path)],
+                             capture_output=True, text=True, env=env, check=False)
         return out.returncode, out.stdout + out.stderr
 
-    run.fixture = fixture
+    run.fixture = tmp_path / "nvml.conf"
     return run
 
 
 def test_applies_rules_in_order_and_then_finds_nothing_to_do(node):
-    rc, out = node(RULES, "--check")
-    assert rc == 3 and "GPU 0: differs power_limit_w, compute_mode" in out
-    rc, out = node(RULES)
+    rc, out = node("dgx-h100", CONFIG, "--check")
+    assert rc == 3 and "GPU 0: differs compute_mode, power_limit_w" in out
+    rc, out = node("dgx-h100", CONFIG)
     assert rc == 0, out
     values = read_fixture(node.fixture)
     assert [values["gpu.%d.power.limit_mw" % i] for i in range(8)] == ["450000"] * 2 + ["600000"] * 6
     assert all(values["gpu.%d.compute_mode" % i] == "3" for i in range(8))
     assert values["gpu.7.persistence_mode"] == "0"
     assert (values["gpu.3.clocks.locked_min_mhz"], values["gpu.3.clocks.locked_max_mhz"]) == ("1410", "1980")
-    rc, out = node(RULES, "--check")
-    assert rc == 0 and out.count("as configured") == 8
+    rc, out = node("dgx-h100", CONFIG, "--check")
+    assert rc == 0 and out.count("as configured") == 8, out
 
 
 def test_re_applies_after_a_driver_reload(node):
-    assert node(RULES)[0] == 0
+    assert node("dgx-h100", CONFIG)[0] == 0
     kept = [line for line in node.fixture.read_text().splitlines()
             if not line.startswith(("gpu.0.power", "gpu.5.compute_mode", "gpu.3.clocks.locked"))]
     node.fixture.write_text("\n".join(kept) + "\n")  # what the driver forgets when it loads again
-    assert node(RULES, "--check")[0] == 3
-    rc, out = node(RULES)
+    assert node("dgx-h100", CONFIG, "--check")[0] == 3
+    rc, out = node("dgx-h100", CONFIG)
     assert rc == 0 and "GPU 0: set power_limit_w" in out and "GPU 5: set compute_mode" in out
     values = read_fixture(node.fixture)
     assert values["gpu.0.power.limit_mw"] == "450000" and values["gpu.3.clocks.locked_max_mhz"] == "1980"
 
 
-@pytest.mark.parametrize("rules, message", [
-    ([{"gpus": ["9"], "persistence_mode": True}], "no GPU 9 on this node"),
-    ([{"gpus": ["all"], "power_limit_w": 900}], "GPU 0: Invalid Argument"),
+def test_lays_out_mig_instances_again_after_a_reboot(node):
+    rc, out = node("dgx-a100-mig", A100_LAYOUTS, "--check")
+    assert rc == 0 and out.count("MIG layout as configured") == 2, out
+    kept = [line for line in node.fixture.read_text().splitlines() if not line.startswith("gpu.0.gi.")]
+    node.fixture.write_text("\n".join(kept) + "\n")  # GPU instances are gone after a reboot
+    assert node("dgx-a100-mig", A100_LAYOUTS, "--check")[0] == 3
+    rc, out = node("dgx-a100-mig", A100_LAYOUTS)
+    assert rc == 0 and "GPU 0: MIG layout laid out" in out and "GPU 1: MIG layout as configured" in out
+    values = read_fixture(node.fixture)
+    assert sum(1 for key in values if key.startswith("gpu.0.gi.") and key.endswith(".ci.0.uuid")) == 7
+    assert node("dgx-a100-mig", A100_LAYOUTS, "--check")[0] == 0
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"per_gpu": [{"gpus": ["9"], "persistence_mode": True}]}, "per_gpu[0].gpus: index 9 is out of range"),
+    ({"settings": {"power_limit_w": 900}}, "GPU 0: power_limit_w 900 is outside this GPU's range 200-700 W"),
+    ({"mig_layouts": [{"gpus": [3], "layout": ["7g.80gb"]}]}, "GPU 3: MIG mode is not on, layout left out"),
 ])
-def test_failures_exit_non_zero_with_a_message(node, rules, message):
-    rc, out = node(rules)
-    assert rc == 1 and message in out and "Traceback" not in out
+def test_failures_exit_non_zero_with_a_message(node, config, message):
+    rc, out = node("dgx-h100", config)
+    assert rc == 1 and message in out and "Traceback" not in out, out
+
+
+def test_no_driver_is_a_message_not_a_traceback(node):
+    rc, out = node("driver-not-loaded", CONFIG)
+    assert rc == 1 and "NVML is not usable: the NVIDIA kernel driver is not loaded" in out
