@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NVML_ERROR_NO_PERMISSION, GpuLost, NvmlCallError
 
 COMPUTE_MODES = {"default": 0, "prohibited": 2, "exclusive_process": 3}
@@ -21,6 +22,41 @@ LOCKED_CLOCKS_FILE = "locked-clocks.json"
 
 class ConfigError(Exception):
     """Invalid input or a request this node cannot satisfy; nothing has been changed."""
+
+
+class Unavailable(ConfigError):
+    """The GPUs cannot be read at all (no pynvml, no driver): an error, except in check mode, where an earlier role
+    of the same run may be what installs them."""
+
+
+def diff_by_gpu(results):
+    """Ansible's before/after diff from per-GPU results with ``index``, ``before`` and ``after``."""
+    return {"before": {"GPU %d" % r["index"]: r["before"] for r in results},
+            "after": {"GPU %d" % r["index"]: r["after"] for r in results}}
+
+
+def run_in_session(module, work, what, predicted):
+    """Exit the module with ``work(session)``'s result from one NVML session.
+
+    Without pynvml or a usable driver the module fails, or, in check mode, warns that ``what`` cannot be compared
+    and exits with ``predicted`` (a change). A :class:`ConfigError` fails the module with its message.
+    """
+    try:
+        if not _nvml.HAS_PYNVML:
+            raise Unavailable(_nvml.MISSING_LIB_HINT)
+        with _nvml.NvmlSession() as session:
+            _available, loaded, reason = session.open()
+            if not loaded:
+                raise Unavailable("NVML is not usable on this host: %s" % reason)
+            result = work(session)
+    except Unavailable as exc:
+        if not module.check_mode:
+            module.fail_json(msg=str(exc))
+        module.warn("check mode: %s; %s cannot be compared, a real run would apply it" % (exc, what))
+        module.exit_json(changed=True, **predicted)
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
 
 
 def resolve_targets(selectors, gpus):

@@ -218,31 +218,20 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
     SETTINGS,
     ConfigError,
     GpuConfigurator,
     LockedClocksMemory,
     desired_per_gpu,
+    diff_by_gpu,
     normalise_settings,
+    run_in_session,
 )
 
 
-class Unavailable(ConfigError):
-    """The GPUs cannot be read at all (no pynvml, no driver): an error, except in check mode on a host that an
-    earlier role of the same run would have prepared."""
-
-
-def configure(module, session):
+def configure(module, session, rules):
     params = module.params
-    rules = [(params["gpus"], params, "")] + [
-        (rule["gpus"], rule, "per_gpu[%d]." % n) for n, rule in enumerate(params["per_gpu"] or [])]
-    for _selectors, settings, prefix in rules:  # what needs no GPU is checked before NVML is touched
-        normalise_settings(settings, prefix)
-    _available, loaded, reason = session.open()
-    if not loaded:
-        raise Unavailable("NVML is not usable on this host: %s" % reason)
     if os.geteuid() != 0 and not module.check_mode:
         raise ConfigError("changing GPU settings needs root: run the task with become: true")
 
@@ -300,25 +289,25 @@ def main():
         required_one_of=[[*SETTINGS, "per_gpu"]],
         supports_check_mode=True,
     )
-    try:
-        if not _nvml.HAS_PYNVML:
-            raise Unavailable(_nvml.MISSING_LIB_HINT)
-        with _nvml.NvmlSession() as session:
-            results, skipped = configure(module, session)
-    except Unavailable as exc:
-        if not module.check_mode:
-            module.fail_json(msg=str(exc))
-        module.warn("check mode: %s; the GPU settings cannot be compared, a real run would apply them" % exc)
-        module.exit_json(changed=True, gpus=[], reset_required=False, pending_reset=[], skipped=[])
+    rules = [(module.params["gpus"], module.params, "")] + [
+        (rule["gpus"], rule, "per_gpu[%d]." % n) for n, rule in enumerate(module.params["per_gpu"] or [])]
+    try:  # what needs no GPU is checked before NVML is touched
+        for _selectors, settings, prefix in rules:
+            normalise_settings(settings, prefix)
     except ConfigError as exc:
         module.fail_json(msg=str(exc))
-    changed = any(r["changed"] for r in results)
-    pending = [r["index"] for r in results if r["pending"]]
-    result = dict(changed=changed, gpus=results, reset_required=bool(pending), pending_reset=pending, skipped=skipped)
-    if module._diff:
-        result["diff"] = {"before": {"GPU %d" % r["index"]: r["before"] for r in results},
-                          "after": {"GPU %d" % r["index"]: r["after"] for r in results}}
-    module.exit_json(**result)
+
+    def work(session):
+        results, skipped = configure(module, session, rules)
+        pending = [r["index"] for r in results if r["pending"]]
+        result = dict(changed=any(r["changed"] for r in results), gpus=results, reset_required=bool(pending),
+                      pending_reset=pending, skipped=skipped)
+        if module._diff:
+            result["diff"] = diff_by_gpu(results)
+        return result
+
+    run_in_session(module, work, "the GPU settings",
+                   dict(gpus=[], reset_required=False, pending_reset=[], skipped=[]))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ description:
     C(nvlink_down) (a link down on a node with an NVLink fabric), C(pcie_width_degraded), C(pcie_gen_degraded)
     (a busy GPU below its maximum PCIe generation; idle GPUs lower it on purpose) and C(persistence_off).
   - The verdict is the worst severity found; O(fail_on) decides whether the task fails.
+  - Without nvidia-ml-py on the host the task fails with what to install (in check mode it warns instead).
 options:
   fail_on:
     description:
@@ -70,10 +71,12 @@ EXAMPLES = r"""
 
 RETURN = r"""
 verdict:
-  description: The worst severity among the findings.
+  description:
+    - The worst severity among the findings.
+    - C(unknown) only in check mode on a host without nvidia-ml-py (without check mode that is an error).
   returned: always
   type: str
-  choices: [ok, warning, critical]
+  choices: [ok, warning, critical, unknown]
   sample: critical
 findings:
   description: What is wrong, worst first in the order of the checks.
@@ -133,6 +136,12 @@ def main():
     if expected is not None and expected < 0:
         module.fail_json(msg="expected_gpu_count must be 0 or more, got %d" % expected)
 
+    if not _nvml.HAS_PYNVML:
+        if not module.check_mode:
+            module.fail_json(msg=_nvml.MISSING_LIB_HINT)
+        # In check mode an earlier role of the same run may be what installs nvidia-ml-py.
+        module.warn("check mode: %s; GPU health cannot be judged" % _nvml.MISSING_LIB_HINT)
+        module.exit_json(changed=False, verdict="unknown", findings=[], gpu_count=0, driver_loaded=False)
     with _nvml.NvmlSession() as session:
         facts = GpuFactsCollector(session, resolve_subsets(["health"]), module.params["sysfs_root"]).collect()
     result = _health.assess_node(facts, expected)

@@ -144,13 +144,14 @@ from collections import Counter
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import ConfigError, inventory, resolve_targets
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
+    ConfigError,
+    diff_by_gpu,
+    inventory,
+    resolve_targets,
+    run_in_session,
+)
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_mig import MigManager, fit, plan_layout
-
-
-class Unavailable(ConfigError):
-    """No pynvml or no driver: an error, except in check mode before an earlier role has installed them."""
 
 
 def check_gpu(manager, gpu, layout, force):
@@ -186,9 +187,6 @@ def check_gpu(manager, gpu, layout, force):
 
 def run(module, session):
     params = module.params
-    _available, loaded, reason = session.open()
-    if not loaded:
-        raise Unavailable("NVML is not usable on this host: %s" % reason)
     manager = MigManager(session)
     gpus = inventory(session)
     targets = [gpus[i] for i in resolve_targets(params["gpus"], gpus)]
@@ -232,24 +230,15 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        if not _nvml.HAS_PYNVML:
-            raise Unavailable(_nvml.MISSING_LIB_HINT)
-        with _nvml.NvmlSession() as session:
-            results = run(module, session)
-    except Unavailable as exc:
-        if not module.check_mode:
-            module.fail_json(msg=str(exc))
-        module.warn("check mode: %s; the MIG layout cannot be compared, a real run would apply it" % exc)
-        module.exit_json(changed=True, gpus=[])
-    except ConfigError as exc:
-        module.fail_json(msg=str(exc))
-    changed = any(r["created"] or r["destroyed"] for r in results)
-    result = dict(changed=changed, gpus=results)
-    if module._diff:
-        result["diff"] = {"before": {"GPU %d" % r["index"]: r["before"] for r in results},
-                          "after": {"GPU %d" % r["index"]: r["after"] for r in results}}
-    module.exit_json(**result)
+
+    def work(session):
+        results = run(module, session)
+        result = dict(changed=any(r["created"] or r["destroyed"] for r in results), gpus=results)
+        if module._diff:
+            result["diff"] = diff_by_gpu(results)
+        return result
+
+    run_in_session(module, work, "the MIG layout", dict(gpus=[]))
 
 
 if __name__ == "__main__":

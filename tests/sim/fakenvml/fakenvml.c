@@ -1971,6 +1971,123 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type,
     return clock_value(dev, type, 1, clock);
 }
 
+/*
+ * Supported clocks, as `nvidia-smi -q -d SUPPORTED_CLOCKS` lists them:
+ * clocks.supported_mem_mhz and clocks.supported_graphics_mhz hold a comma
+ * list ("9001,5001,810,405") or, for graphics, a range "MIN-MAX/STEP" that
+ * stands for MAX, MAX-STEP, ..., MIN ((MAX - MIN) a multiple of STEP).  NVML
+ * lists the clocks highest first; one graphics list applies to every
+ * supported memory clock.  Absent: NOT_SUPPORTED; malformed: UNKNOWN.
+ */
+#define MAX_SUPPORTED_CLOCKS 1024
+
+static int clock_desc(const void *a, const void *b)
+{
+    unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static nvmlReturn_t parse_clock_range(const char *v, unsigned int *out, unsigned int *n)
+{
+    unsigned int lo, hi, step, c;
+    int used = -1;
+    if (sscanf(v, " %u - %u / %u %n", &lo, &hi, &step, &used) != 3 || used != (int)strlen(v) ||
+        step == 0 || lo > hi || (hi - lo) % step != 0 || (hi - lo) / step >= MAX_SUPPORTED_CLOCKS)
+        return NVML_ERROR_UNKNOWN;
+    *n = 0;
+    for (c = hi;; c -= step) {
+        out[(*n)++] = c;
+        if (c - lo < step)
+            break;
+    }
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t parse_clock_list(const char *v, unsigned int *out, unsigned int *n)
+{
+    char tok[32];
+    unsigned long long x;
+    *n = 0;
+    while (v) {
+        const char *end = strchr(v, ',');
+        size_t len = end ? (size_t)(end - v) : strlen(v);
+        if (len >= sizeof(tok) || *n >= MAX_SUPPORTED_CLOCKS)
+            return NVML_ERROR_UNKNOWN;
+        memcpy(tok, v, len);
+        tok[len] = '\0';
+        if (!parse_ull(trim(tok), &x) || x == 0 || x > UINT_MAX)
+            return NVML_ERROR_UNKNOWN;
+        out[(*n)++] = (unsigned int)x;
+        v = end ? end + 1 : NULL;
+    }
+    qsort(out, *n, sizeof(*out), clock_desc);
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t supported_clocks(unsigned int gpu, const char *key, int ranges,
+                                     unsigned int *out, unsigned int *n)
+{
+    const char *v = gpu_str(gpu, key);
+    if (!v)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (ranges && strchr(v, '-'))
+        return parse_clock_range(v, out, n);
+    return parse_clock_list(v, out, n);
+}
+
+static int clock_listed(unsigned int clock, const unsigned int *list, unsigned int n)
+{
+    unsigned int i;
+    for (i = 0; i < n; i++)
+        if (list[i] == clock)
+            return 1;
+    return 0;
+}
+
+/*
+ * NVML's size protocol: with *count too small (the caller's first call passes
+ * 0 and NULL) the needed count comes back with INSUFFICIENT_SIZE.
+ */
+static nvmlReturn_t copy_clocks(const unsigned int *list, unsigned int n, unsigned int *count,
+                                unsigned int *clocksMHz)
+{
+    if (*count < n) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (!clocksMHz)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memcpy(clocksMHz, list, n * sizeof(*list));
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int *count,
+                                                unsigned int *clocksMHz)
+{
+    unsigned int mem[MAX_SUPPORTED_CLOCKS], n;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(supported_clocks(dev->gpu, "clocks.supported_mem_mhz", 0, mem, &n));
+    return copy_clocks(mem, n, count, clocksMHz);
+}
+
+/* A memory clock that is not one of the supported ones is NOT_FOUND. */
+nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device, unsigned int memoryClockMHz,
+                                                  unsigned int *count, unsigned int *clocksMHz)
+{
+    unsigned int mem[MAX_SUPPORTED_CLOCKS], graphics[MAX_SUPPORTED_CLOCKS], n_mem, n;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(supported_clocks(dev->gpu, "clocks.supported_graphics_mhz", 1, graphics, &n));
+    RETURN_IF_ERROR(supported_clocks(dev->gpu, "clocks.supported_mem_mhz", 0, mem, &n_mem));
+    if (!clock_listed(memoryClockMHz, mem, n_mem))
+        return NVML_ERROR_NOT_FOUND;
+    return copy_clocks(graphics, n, count, clocksMHz);
+}
+
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *currLinkGen)
 {
     DEVICE_ENTER(device, dev, GPU_ONLY);
@@ -3038,16 +3155,28 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
     return rc;
 }
 
-/* Locking needs a known clock range: min <= max <= clocks.max_graphics_mhz. */
+/*
+ * Locking needs min <= max, each one of the supported graphics clocks when the
+ * board lists them (clocks.supported_graphics_mhz), else max at most
+ * clocks.max_graphics_mhz.
+ */
 nvmlReturn_t nvmlDeviceSetGpuLockedClocks(nvmlDevice_t device, unsigned int minGpuClockMHz,
                                           unsigned int maxGpuClockMHz)
 {
     char lo[16], hi[16];
-    unsigned int top;
+    unsigned int top, graphics[MAX_SUPPORTED_CLOCKS], n;
     DEVICE_ENTER(device, dev, GPU_ONLY);
-    RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_graphics_mhz", &top));
-    if (minGpuClockMHz > maxGpuClockMHz || maxGpuClockMHz > top)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu_str(dev->gpu, "clocks.supported_graphics_mhz")) {
+        RETURN_IF_ERROR(
+            supported_clocks(dev->gpu, "clocks.supported_graphics_mhz", 1, graphics, &n));
+        if (minGpuClockMHz > maxGpuClockMHz || !clock_listed(minGpuClockMHz, graphics, n) ||
+            !clock_listed(maxGpuClockMHz, graphics, n))
+            return NVML_ERROR_INVALID_ARGUMENT;
+    } else {
+        RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_graphics_mhz", &top));
+        if (minGpuClockMHz > maxGpuClockMHz || maxGpuClockMHz > top)
+            return NVML_ERROR_INVALID_ARGUMENT;
+    }
     snprintf(lo, sizeof(lo), "%u", minGpuClockMHz);
     snprintf(hi, sizeof(hi), "%u", maxGpuClockMHz);
     return commit_gpu(dev->gpu, "clocks.locked_min_mhz", lo, "clocks.locked_max_mhz", hi);
@@ -3058,6 +3187,7 @@ nvmlReturn_t nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device)
 {
     unsigned int top;
     DEVICE_ENTER(device, dev, GPU_ONLY);
-    RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_graphics_mhz", &top));
+    if (!gpu_str(dev->gpu, "clocks.supported_graphics_mhz"))
+        RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_graphics_mhz", &top));
     return commit_gpu(dev->gpu, "clocks.locked_min_mhz", NULL, "clocks.locked_max_mhz", NULL);
 }

@@ -621,6 +621,171 @@ def test_rejected_setter_leaves_file_untouched(nvml, name, extra, call, error):
     assert snapshot(path) == before
 
 
+# --------------------------------------------------------------------------- supported clocks
+
+
+SUPPORTED_CLOCKS = [
+    # fixture, memory clocks, (first, last, count) of the graphics clocks
+    pytest.param("dgx-h100.conf", [2619], (1980, 345, 110), id="h100-sxm"),
+    pytest.param("dgx-a100-mig.conf", [1593], (1410, 210, 81), id="a100-sxm4-80gb"),
+    pytest.param("pcie-l40s.conf", [9001], (2520, 210, 155), id="l40s"),
+]
+
+
+@pytest.mark.parametrize(("name", "memory", "graphics"), SUPPORTED_CLOCKS)
+def test_supported_clocks_of_real_boards(nvml, name, memory, graphics):
+    nvml(name)
+    for i in range(pynvml.nvmlDeviceGetCount()):
+        h = handle(i)
+        assert pynvml.nvmlDeviceGetSupportedMemoryClocks(h) == memory
+        clocks = pynvml.nvmlDeviceGetSupportedGraphicsClocks(h, memory[0])
+        assert (clocks[0], clocks[-1], len(clocks)) == graphics
+        assert all(high - low == 15 for high, low in zip(clocks, clocks[1:]))
+        assert clocks[0] == pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_GRAPHICS)
+
+
+def test_h100_graphics_clocks_include_the_locked_values_used_elsewhere(nvml):
+    nvml("dgx-h100.conf")
+    clocks = pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(2), 2619)
+    assert {1200, 1410, 1500, 1755, 1980} <= set(clocks)
+
+
+def test_supported_clock_lists_are_highest_first(nvml):
+    nvml(None, "gpu_count=1", "gpu.0.clocks.supported_mem_mhz=405, 9001,5001,810",
+         "gpu.0.clocks.supported_graphics_mhz=1500,2000, 1000")
+    h = handle(0)
+    assert pynvml.nvmlDeviceGetSupportedMemoryClocks(h) == [9001, 5001, 810, 405]
+    for mem in (9001, 405):
+        assert pynvml.nvmlDeviceGetSupportedGraphicsClocks(h, mem) == [2000, 1500, 1000]
+
+
+def test_supported_clocks_size_protocol(nvml, lib):
+    nvml("dgx-h100.conf")
+    mem_fn = lib.nvmlDeviceGetSupportedMemoryClocks
+    mem_fn.argtypes = [pynvml.c_nvmlDevice_t, ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p]
+    gfx_fn = lib.nvmlDeviceGetSupportedGraphicsClocks
+    gfx_fn.argtypes = [pynvml.c_nvmlDevice_t, ctypes.c_uint, ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p]
+    count = ctypes.c_uint(0)
+    assert mem_fn(handle(0), ctypes.byref(count), None) == pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+    assert count.value == 1
+    count.value = 0
+    assert gfx_fn(handle(0), 2619, ctypes.byref(count), None) == pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+    assert count.value == 110
+    buf = (ctypes.c_uint * 200)()
+    count.value = 109
+    assert gfx_fn(handle(0), 2619, ctypes.byref(count), buf) == pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+    assert count.value == 110
+    count.value = 200
+    assert gfx_fn(handle(0), 2619, ctypes.byref(count), buf) == pynvml.NVML_SUCCESS
+    assert (count.value, buf[0], buf[109], buf[110]) == (110, 1980, 345, 0)
+    assert gfx_fn(handle(0), 2619, None, buf) == pynvml.NVML_ERROR_INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("memory", [1593, 0, 2620])
+def test_graphics_clocks_for_an_unsupported_memory_clock_are_not_found(nvml, memory):
+    nvml("dgx-h100.conf")
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(0), memory)
+
+
+def test_supported_clocks_absent_are_not_supported(nvml):
+    nvml("busy.conf", "gpu.1.clocks.supported_graphics_mhz=300-2505/15")
+    for i in (0, 1):  # GPU 1 lists graphics clocks but no memory clocks
+        with pytest.raises(pynvml.NVMLError_NotSupported):
+            pynvml.nvmlDeviceGetSupportedMemoryClocks(handle(i))
+        with pytest.raises(pynvml.NVMLError_NotSupported):
+            pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(i), 10001)
+
+
+@pytest.mark.parametrize("value", ["345-1980/16", "1980-345/15", "345-1980/0", "345-1980", "fast", "1980,,345"])
+def test_malformed_supported_graphics_clocks_are_unknown(nvml, value):
+    nvml("dgx-h100.conf", f"gpu.0.clocks.supported_graphics_mhz={value}")
+    with pytest.raises(pynvml.NVMLError_Unknown):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(0), 2619)
+    with pytest.raises(pynvml.NVMLError_Unknown):
+        pynvml.nvmlDeviceSetGpuLockedClocks(handle(0), 1410, 1980)
+
+
+def test_supported_clocks_entry_checks(nvml):
+    nvml("dgx-a100-mig.conf")
+    mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle(0), 0)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        pynvml.nvmlDeviceGetSupportedMemoryClocks(mig)
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(mig, 1593)
+    pynvml.nvmlShutdown()
+    nvml("gpu-lost.conf", "gpu.*.clocks.supported_mem_mhz=2619", "gpu.*.clocks.supported_graphics_mhz=345-1980/15")
+    assert len(pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(0), 2619)) == 110
+    with pytest.raises(pynvml.NVMLError_GpuIsLost):
+        pynvml.nvmlDeviceGetSupportedMemoryClocks(handle(2))
+    with pytest.raises(pynvml.NVMLError_GpuIsLost):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(2), 2619)
+    pynvml.nvmlShutdown()
+    nvml("dgx-h100.conf", "drop_symbols=nvmlDeviceGetSupportedMemoryClocks,nvmlDeviceGetSupportedGraphicsClocks")
+    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
+        pynvml.nvmlDeviceGetSupportedMemoryClocks(handle(0))
+    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(0), 2619)
+
+
+def test_supported_clocks_need_init(nvml, lib):
+    nvml("dgx-h100.conf")
+    h = handle(0)
+    pynvml.nvmlShutdown()
+    fn = lib.nvmlDeviceGetSupportedMemoryClocks
+    fn.argtypes = [pynvml.c_nvmlDevice_t, ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p]
+    count = ctypes.c_uint(0)
+    assert fn(h, ctypes.byref(count), None) == pynvml.NVML_ERROR_UNINITIALIZED
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(h, 2619)
+
+
+@pytest.mark.parametrize(("low", "high"), [(1410, 1980), (345, 345), (1500, 1980), (1980, 1980)])
+def test_locked_clocks_on_supported_graphics_clocks(nvml, low, high):
+    path = nvml("dgx-h100.conf")
+    pynvml.nvmlDeviceSetGpuLockedClocks(handle(3), low, high)
+    values = dict(line.split("=", 1) for line in conf_lines(path) if "=" in line)
+    assert (values["gpu.3.clocks.locked_min_mhz"], values["gpu.3.clocks.locked_max_mhz"]) == (str(low), str(high))
+
+
+LOCK_REJECTED = [
+    pytest.param("dgx-h100.conf", 1400, 1980, id="min-off-grid"),
+    pytest.param("dgx-h100.conf", 1410, 1979, id="max-off-grid"),
+    pytest.param("dgx-h100.conf", 330, 1980, id="min-below-lowest"),
+    pytest.param("dgx-h100.conf", 1410, 1995, id="max-above-highest"),
+    pytest.param("dgx-h100.conf", 1980, 1410, id="min-above-max"),
+    pytest.param("dgx-a100-mig.conf", 1410, 1980, id="a100-max-not-listed"),
+    pytest.param("old-driver.conf", 1000, 1531, id="no-list-above-max-graphics"),
+    pytest.param("old-driver.conf", 1001, 1000, id="no-list-min-above-max"),
+]
+
+
+@pytest.mark.parametrize(("name", "low", "high"), LOCK_REJECTED)
+def test_locked_clocks_rejected_leave_file_untouched(nvml, name, low, high):
+    path = nvml(name)
+    before = snapshot(path)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlDeviceSetGpuLockedClocks(handle(1), low, high)
+    assert snapshot(path) == before
+
+
+def test_locked_clocks_without_a_list_only_need_max_graphics(nvml):
+    path = nvml("old-driver.conf")  # V100 fixture: clocks.max_graphics_mhz=1530, no supported clocks
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        pynvml.nvmlDeviceGetSupportedGraphicsClocks(handle(1), 877)
+    pynvml.nvmlDeviceSetGpuLockedClocks(handle(1), 1001, 1530)
+    assert conf_lines(path)[-2:] == ["gpu.1.clocks.locked_min_mhz=1001", "gpu.1.clocks.locked_max_mhz=1530"]
+
+
+def test_locked_clocks_with_only_a_list(nvml):
+    path = nvml(None, "gpu_count=1", "gpu.0.clocks.supported_graphics_mhz=900,1200")
+    original = path.read_text()
+    pynvml.nvmlDeviceSetGpuLockedClocks(handle(0), 900, 1200)
+    assert conf_lines(path)[-1] == "gpu.0.clocks.locked_max_mhz=1200"
+    pynvml.nvmlDeviceResetGpuLockedClocks(handle(0))
+    assert path.read_text() == original
+
+
 def read_everything(h):
     """Call every getter on one handle, ignoring NVML errors."""
     calls = [
@@ -637,6 +802,7 @@ def read_everything(h):
         pynvml.nvmlDeviceGetRemappedRows, pynvml.nvmlDeviceGetRetiredPagesPendingStatus,
         pynvml.nvmlDeviceGetCurrentClocksEventReasons, pynvml.nvmlDeviceGetCurrentClocksThrottleReasons,
         lambda h: pynvml.nvmlDeviceGetClockInfo(h, 0), lambda h: pynvml.nvmlDeviceGetMaxClockInfo(h, 2),
+        pynvml.nvmlDeviceGetSupportedMemoryClocks, lambda h: pynvml.nvmlDeviceGetSupportedGraphicsClocks(h, 2619),
         pynvml.nvmlDeviceGetCurrPcieLinkGeneration, pynvml.nvmlDeviceGetMaxPcieLinkGeneration,
         pynvml.nvmlDeviceGetCurrPcieLinkWidth, pynvml.nvmlDeviceGetMaxPcieLinkWidth, pynvml.nvmlDeviceGetNumFans,
         pynvml.nvmlDeviceGetFanSpeed, lambda h: pynvml.nvmlDeviceGetFanSpeed_v2(h, 0), pynvml.nvmlDeviceGetNumaNodeId,

@@ -157,7 +157,10 @@ BAD_INPUT = [
     ("dgx-h100", {"locked_clocks_mhz": {"min": 1000}}, "locked_clocks_mhz: give exactly the keys min and max"),
     ("dgx-h100", {"locked_clocks_mhz": {"min": "low", "max": 1500}}, "locked_clocks_mhz: min and max must be whole"),
     ("dgx-h100", {"locked_clocks_mhz": {"min": 1000, "max": 2500}},
-     "GPU 0: locked_clocks_mhz.max 2500 MHz is above this GPU's maximum of 1980 MHz"),
+     "GPU 0: locked_clocks_mhz.min 1000 MHz is not a supported graphics clock; nearest: 990, 1005; "
+     "GPU 0: locked_clocks_mhz.max 2500 MHz is not a supported graphics clock; nearest: 1965, 1980"),
+    ("old-driver", {"locked_clocks_mhz": {"min": 1000, "max": 2500}},
+     "GPU 0: locked_clocks_mhz.max 2500 MHz is above this GPU's maximum of 1530 MHz"),
     ("pcie-l40s", {"mig_mode": True}, "GPU 0: mig_mode is not supported on this GPU; GPU 1: mig_mode is not"),
     ("dgx-h100", {}, "one of the following is required: persistence_mode, power_limit_w, compute_mode"),
     ("dgx-h100", {"persistence_mode": True, "colour": "green"}, "Unsupported parameters"),

@@ -99,3 +99,13 @@ def test_bad_input_names_the_field(module_result, nvml_fixture, args, message):
     rc, result = run(module_result, nvml_fixture, "dgx-h100", **args)
     assert rc == 1 and message in result["msg"]
     assert "verdict" not in result
+
+
+def test_without_pynvml_fails_with_the_hint_and_check_mode_only_warns(module_result, monkeypatch):
+    from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
+
+    monkeypatch.setattr(_nvml, "HAS_PYNVML", False)
+    rc, result = module_result(gpu_health, {})
+    assert rc == 1 and result["msg"].startswith("nvidia-ml-py (import name pynvml) is not installed")
+    rc, result = module_result(gpu_health, {"_ansible_check_mode": True})
+    assert rc == 0 and result["verdict"] == "unknown"
