@@ -40,7 +40,8 @@ $(LINKED):
 lint: venv $(LINKED)
 	yamllint -s .
 	ruff check .
-	ANSIBLE_COLLECTIONS_PATH=$(BUILD)/collections ansible-lint
+	# The checkout itself is the collection here, not molecule's copy of it under .ansible.
+	ANSIBLE_HOME=$(BUILD)/lint-ansible ANSIBLE_COLLECTIONS_PATH=$(BUILD)/collections ansible-lint
 
 sanity: venv
 	tests/sanity.sh

@@ -193,3 +193,16 @@ def test_bad_input_is_one_clear_error_and_changes_nothing(configure, tmp_path, n
 def test_check_mode_without_a_driver_predicts_a_change(configure):
     rc, result, _path = configure("driver-not-loaded", persistence_mode=True, _ansible_check_mode=True)
     assert rc == 0 and result["changed"] is True and result["gpus"] == []
+
+
+@pytest.mark.parametrize("name, rc, changed, gpus", [
+    ("dgx-h100", 0, False, 8), ("dgx-a100-mig", 0, False, 8), ("pcie-l40s", 0, False, 2), ("busy", 0, True, 2),
+    ("no-gpu", 0, False, 0), ("old-driver", 0, False, 8), ("gpu-lost", 1, None, None),
+    ("driver-not-loaded", 0, True, 0),  # check mode predicts: an earlier role may be what loads the driver
+])
+def test_persistence_on_every_fixture_in_check_mode(configure, name, rc, changed, gpus):
+    result_rc, result, path = configure(name, persistence_mode=True, _ansible_check_mode=True)
+    assert result_rc == rc, result
+    if rc == 0:
+        assert result["changed"] is changed and len(result["gpus"]) == gpus
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()

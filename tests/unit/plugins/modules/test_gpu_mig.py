@@ -123,3 +123,19 @@ def test_bad_layouts_change_nothing(mig, name, args, message):
 def test_pending_mig_mode_is_named(mig):
     rc, result, _path = mig("dgx-h100", ["gpu.4.mig.pending=1"], gpus=[4], layout=["7g.80gb"])
     assert rc == 1 and "GPU 4: MIG mode is enabled but waits for a GPU reset" in result["msg"]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("dgx-h100", "GPU 0: MIG mode is off"), ("pcie-l40s", "GPU 0: MIG is not supported on this GPU"),
+    ("busy", "GPU 0: MIG is not supported on this GPU"), ("old-driver", "GPU 0: MIG is not supported on this GPU"),
+    ("gpu-lost", "GPU 2 is lost"), ("driver-not-loaded", "NVML is not usable on this host"),
+])
+def test_layout_on_every_fixture_without_mig_is_refused(mig, name, message):
+    rc, result, path = mig(name, layout=["1g.10gb"])
+    assert rc == 1 and message in result["msg"]
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+
+
+def test_no_gpu_host_has_nothing_to_lay_out(mig):
+    rc, result, _path = mig("no-gpu", layout=["1g.10gb"])
+    assert rc == 0 and result["changed"] is False and result["gpus"] == []

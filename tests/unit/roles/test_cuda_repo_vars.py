@@ -1,0 +1,66 @@
+"""cuda_repo's repository directory, key and URL for every distribution it supports, rendered by Ansible's own
+templating from the role's defaults and vars (the Ubuntu and RHEL paths cannot run in the test containers)."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from simnode import ROOT
+
+ROLE = ROOT / "roles" / "cuda_repo"
+NVIDIA = "https://developer.download.nvidia.com/compute/cuda/repos"
+KEY_2022 = ("3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC")
+KEY_DEBIAN13 = ("8793F200.pub", "02182E60104FCDC26EAE1B8597A5D4CB8793F200")
+KEY_RHEL = ("D42D0685.pub", "610C7B14E068A878070DA4E99CD0A493D42D0685")
+
+
+def render(facts, **overrides):
+    loader = DataLoader()
+    variables = {}
+    for part in ("defaults", "vars"):  # loaded as Ansible loads role files: their strings are templates
+        variables.update(loader.load_from_file(str(ROLE / part / "main.yml"), trusted_as_template=True))
+    variables.update(overrides)
+    variables["ansible_facts"] = facts
+    templar = Templar(loader=loader, variables=variables)
+    names = ("__cuda_repo_dir", "__cuda_repo_url", "__cuda_repo_key_name", "__cuda_repo_key_fingerprint")
+    return tuple(str(templar.template(trust_as_template("{{ %s }}" % name))).strip() for name in names)
+
+
+@pytest.mark.parametrize("distribution, major, arch, directory, key", [
+    ("Debian", "12", "x86_64", "debian12/x86_64", KEY_2022),
+    ("Debian", "13", "x86_64", "debian13/x86_64", KEY_DEBIAN13),
+    ("Ubuntu", "20", "x86_64", "ubuntu2004/x86_64", KEY_2022),
+    ("Ubuntu", "22", "x86_64", "ubuntu2204/x86_64", KEY_2022),
+    ("Ubuntu", "24", "x86_64", "ubuntu2404/x86_64", KEY_2022),
+    ("Ubuntu", "24", "aarch64", "ubuntu2404/sbsa", KEY_2022),
+    ("RedHat", "8", "x86_64", "rhel8/x86_64", KEY_RHEL),
+    ("RedHat", "9", "aarch64", "rhel9/sbsa", KEY_RHEL),
+    ("Rocky", "9", "x86_64", "rhel9/x86_64", KEY_RHEL),
+    ("AlmaLinux", "8", "x86_64", "rhel8/x86_64", KEY_RHEL),
+])
+def test_nvidia_layout_per_distribution(distribution, major, arch, directory, key):
+    facts = {"distribution": distribution, "distribution_major_version": major, "architecture": arch}
+    assert render(facts) == (directory, "%s/%s/" % (NVIDIA, directory), *key)
+
+
+def test_mirror_and_overrides_win():
+    facts = {"distribution": "Debian", "distribution_major_version": "12", "architecture": "x86_64"}
+    result = render(facts, cuda_repo_base_url="https://mirror.example/cuda/repos//", cuda_repo_key_name="local.pub",
+                    cuda_repo_key_fingerprint="ab12 " * 8)
+    assert result == ("debian12/x86_64", "https://mirror.example/cuda/repos/debian12/x86_64/", "local.pub",
+                      "AB12" * 8)
+
+
+def test_unknown_distribution_resolves_to_nothing_usable():
+    facts = {"distribution": "Fedora", "distribution_major_version": "41", "architecture": "x86_64"}
+    assert render(facts)[0] == "/x86_64"  # preflight refuses it: not <distro>/<arch>
+
+
+def test_pin_file_matches_nvidia():
+    template = (ROLE / "templates" / "cuda-repository-pin.j2").read_text()
+    templar = Templar(loader=DataLoader(), variables={
+        "ansible_managed": "managed", "cuda_repo_pin_label": "NVIDIA CUDA", "cuda_repo_pin_priority": 600})
+    text = str(templar.template(trust_as_template(template)))
+    assert "Package: *\nPin: release l=NVIDIA CUDA\nPin-Priority: 600" in text
