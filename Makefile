@@ -54,6 +54,7 @@ sim: venv $(FAKENVML)
 	tests/sim/docker-up.sh
 	tests/sim/build-image.sh bookworm
 	tests/sim/build-image.sh trixie
+	python3 tests/sim/cudamirror/build.py $(BUILD)/mirror/cuda --fake-nvml $(FAKENVML)
 	tests/sim/mirror.sh start
 
 molecule: sim
