@@ -22,21 +22,30 @@ fill() {
   fi
 }
 
+# Whether the server on the port serves this checkout's mirror: it must hand back this tree's token.
 answers() {
-  "$python" - "$url/wheels/" <<'PY'
+  "$python" - "$url/.token" "$mirror/.token" <<'PY'
 import sys, urllib.request
 try:
-    urllib.request.urlopen(sys.argv[1], timeout=2).read()
+    served = urllib.request.urlopen(sys.argv[1], timeout=2).read()
 except Exception:
     sys.exit(1)
+with open(sys.argv[2], "rb") as handle:
+    sys.exit(0 if served == handle.read() else 2)
 PY
 }
 
 case "${1:-}" in
   start)
     fill
-    if answers; then
+    [ -s "$mirror/.token" ] || head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$mirror/.token"
+    status=0
+    answers || status=$?
+    if [ "$status" -eq 0 ]; then
       exit 0
+    elif [ "$status" -eq 2 ]; then
+      echo "mirror: port $port already serves another tree; stop that server or set MIRROR_PORT" >&2
+      exit 1
     fi
     setsid "$python" -m http.server --bind 127.0.0.1 --directory "$mirror" "$port" \
       >"$root/build/mirror.log" 2>&1 </dev/null &
