@@ -4,7 +4,7 @@
 # Usage: tests/release-check.sh WORKDIR
 set -euo pipefail
 
-work=${1:?usage: tests/release-check.sh WORKDIR}
+work=$(realpath -m "${1:?usage: tests/release-check.sh WORKDIR}")
 rm -rf "$work"
 mkdir -p "$work/collections"
 
