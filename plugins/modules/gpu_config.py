@@ -264,27 +264,26 @@ def configure(module, session, rules):
     return results, lost
 
 
+# The settings, at the top level (for O(gpus)) and in each O(per_gpu) entry.
+SETTING_SPEC = dict(
+    persistence_mode=dict(type="bool"),
+    power_limit_w=dict(type="float"),
+    compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
+    ecc_mode=dict(type="bool"),
+    mig_mode=dict(type="bool"),
+    locked_clocks_mhz=dict(type="raw"),
+)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             gpus=dict(type="list", elements="raw", default=["all"]),
-            persistence_mode=dict(type="bool"),
-            power_limit_w=dict(type="float"),
-            compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
-            ecc_mode=dict(type="bool"),
-            mig_mode=dict(type="bool"),
-            locked_clocks_mhz=dict(type="raw"),
             per_gpu=dict(type="list", elements="dict", options=dict(
-                gpus=dict(type="list", elements="raw", required=True),
-                persistence_mode=dict(type="bool"),
-                power_limit_w=dict(type="float"),
-                compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
-                ecc_mode=dict(type="bool"),
-                mig_mode=dict(type="bool"),
-                locked_clocks_mhz=dict(type="raw"),
-            )),
+                gpus=dict(type="list", elements="raw", required=True), **SETTING_SPEC)),
             skip_lost=dict(type="bool", default=False),
             state_dir=dict(type="path", default="/run/accelops-gpu"),
+            **SETTING_SPEC,
         ),
         required_one_of=[[*SETTINGS, "per_gpu"]],
         supports_check_mode=True,
