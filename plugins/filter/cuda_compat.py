@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CUDA, driver, PyTorch and TensorFlow compatibility filters; each filter is documented in its own <name>.yml."""
+
+from __future__ import annotations
+
+import functools
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _cuda_compat
+
+
+def _filter(function):
+    """Expose a pure function of _cuda_compat as a filter whose errors are AnsibleFilterError."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except _cuda_compat.CompatError as error:
+            raise AnsibleFilterError("%s: %s" % (function.__name__, error)) from error
+
+    return wrapper
+
+
+cuda_min_driver = _filter(_cuda_compat.cuda_min_driver)
+cuda_max_for_driver = _filter(_cuda_compat.cuda_max_for_driver)
+torch_cuda_channel = _filter(_cuda_compat.torch_cuda_channel)
+tensorflow_build = _filter(_cuda_compat.tensorflow_build)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "cuda_min_driver": cuda_min_driver,
+            "cuda_max_for_driver": cuda_max_for_driver,
+            "torch_cuda_channel": torch_cuda_channel,
+            "tensorflow_build": tensorflow_build,
+        }

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
+    FilterModule,
+    cuda_max_for_driver,
+    cuda_min_driver,
+    tensorflow_build,
+    torch_cuda_channel,
+)
+from simnode import COLLECTIONS
+
+NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build"}
+
+
+def test_filters_are_registered():
+    filters = FilterModule().filters()
+    assert set(filters) == NAMES
+    assert filters["cuda_min_driver"]("12.4") == "550.54.14"
+
+
+def test_filters_return_the_table_values():
+    assert cuda_min_driver("12.4") == "550.54.14"
+    assert cuda_min_driver("12.8", compat="minor") == "525.60.13"
+    assert cuda_max_for_driver("570.124.06") == "12.8"
+    assert torch_cuda_channel("12.8", torch="2.5.1") == "cu124"
+    assert tensorflow_build("2.16.1") == {"cuda": "12.3", "cudnn": "8.9"}
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: cuda_min_driver("12.7"), r"^cuda_min_driver: CUDA 12\.7 is not in the table .*; nearest: 12\.6$"),
+    (lambda: cuda_max_for_driver("510.47.03"), r"^cuda_max_for_driver: driver 510\.47\.03 is older than any CUDA"),
+    (lambda: torch_cuda_channel("12.8", "2.5.1", exact=True),
+     r"^torch_cuda_channel: torch 2\.5\.1 has no wheel for CUDA 12\.8: its channels are cu118, cu121, cu124; "
+     r"nearest: cu124 \(CUDA 12\.4\)$"),
+    (lambda: tensorflow_build("banana"), r"^tensorflow_build: tensorflow 'banana' is not a version"),
+])
+def test_errors_become_ansible_filter_errors(call, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        call()
+
+
+# Templates render in a child Python: there the collection loader finds accelops.gpu by its FQCN, as in a playbook.
+# In this process the collection is imported from sys.path, which that loader cannot take over.
+RENDER = r"""
+import json, sys
+from ansible.errors import AnsibleError
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+
+init_plugin_loader([sys.argv[1]])
+templar = Templar(loader=DataLoader(), variables={
+    "ansible_facts": {"nvidia": {"driver_version": "550.54.15"}},
+    "torch_version": "2.7.1",
+})
+results = []
+for template in json.load(sys.stdin):
+    try:
+        results.append({"value": templar.template(trust_as_template(template))})
+    except AnsibleError as error:
+        results.append({"error": type(error).__name__, "message": str(error)})
+print(json.dumps(results))
+"""
+
+TEMPLATES = [
+    ("{{ '12.4' | accelops.gpu.cuda_min_driver }}", "550.54.14"),
+    ("{{ 12.4 | accelops.gpu.cuda_min_driver }}", "550.54.14"),
+    ("{{ '13.0' | accelops.gpu.cuda_min_driver('minor') }}", "580"),
+    ("{{ ansible_facts.nvidia.driver_version | accelops.gpu.cuda_max_for_driver }}", "12.4"),
+    ("{{ ansible_facts.nvidia.driver_version | accelops.gpu.cuda_max_for_driver"
+     " | accelops.gpu.torch_cuda_channel(torch=torch_version) }}", "cu118"),  # torch 2.7 has no cu124: cu118
+    ("{{ '12.8' | accelops.gpu.torch_cuda_channel(torch_version, exact=true) }}", "cu128"),
+    ("{{ ('2.18.0' | accelops.gpu.tensorflow_build).cuda | accelops.gpu.cuda_min_driver }}", "555.42.02"),
+    ("{{ '2.16.1' | accelops.gpu.tensorflow_build }}", {"cuda": "12.3", "cudnn": "8.9"}),
+    ("{{ ansible_facts.nvidia.driver_version is version('12.4' | accelops.gpu.cuda_min_driver, '>=') }}", True),
+    ("{{ ansible_facts.nvidia.driver_version is version('12.8' | accelops.gpu.cuda_min_driver, '>=') }}", False),
+]
+FAILING = {
+    "{{ '12.4' | accelops.gpu.torch_cuda_channel('2.8.0') }}":
+        "torch_cuda_channel: torch 2.8.0 has no wheel for CUDA 12.4: its channels are cu126, cu128, cu129; "
+        "nearest: cu126 (CUDA 12.6)",
+    "{{ 'latest' | accelops.gpu.tensorflow_build }}":
+        "tensorflow_build: tensorflow 'latest' is not a version: expected major.minor[.patch], e.g. 2.16.1",
+    "{{ '13.0' | accelops.gpu.cuda_min_driver(compat='major') }}":
+        "cuda_min_driver: compat must be one of toolkit, minor, got 'major'",
+}
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    templates = [template for template, expected in TEMPLATES] + list(FAILING)
+    child = subprocess.run([sys.executable, "-c", RENDER, str(COLLECTIONS)], input=json.dumps(templates),
+                           capture_output=True, text=True, check=True, cwd="/")
+    return dict(zip(templates, json.loads(child.stdout.splitlines()[-1])))
+
+
+@pytest.mark.parametrize("template, expected", TEMPLATES)
+def test_filters_in_templates(rendered, template, expected):
+    assert rendered[template] == {"value": expected}
+
+
+@pytest.mark.parametrize("template", list(FAILING))
+def test_a_filter_error_fails_the_template(rendered, template):
+    assert rendered[template]["error"] == "AnsibleTemplatePluginRuntimeError"
+    assert FAILING[template] in rendered[template]["message"]
