@@ -246,10 +246,15 @@ def pinning_packages():
 
 
 def fabric_manager_packages(release, suffix):
-    """Fabric Manager and NSCQ carry the driver's version and must match the installed driver exactly."""
+    """Fabric Manager and NSCQ carry the driver's version and must match the installed driver exactly. The Fabric
+    Manager packages of the branches ship the same files, so each conflicts with (and replaces) the others: a branch
+    change swaps them."""
     version = "%s-1" % release
+    name = "nvidia-fabricmanager%s" % suffix
+    names = {"nvidia-fabricmanager%s" % ("-" + b if int(b) < UNSUFFIXED_FROM else "") for b in DRIVER_BRANCHES}
+    others = tuple(sorted(names - {name}))
     return [
-        Package("nvidia-fabricmanager%s" % suffix, version, "Fabric Manager for NVSwitch based systems",
+        Package(name, version, "Fabric Manager for NVSwitch based systems", conflicts=others, replaces=others,
                 files={"%s/nvidia-fabricmanager.service" % UNITDIR: unit("NVIDIA fabric manager service")}),
         Package("libnvidia-nscq%s" % suffix, version, "NVSwitch Configuration and Query library",
                 section="multiverse/libs"),

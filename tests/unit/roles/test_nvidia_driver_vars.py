@@ -1,0 +1,167 @@
+"""nvidia_driver's package names, pinning, holds and module streams for every distribution it supports, rendered by
+Ansible's own templating from the role's defaults and vars files (chosen as the role's first_found does). Debian and
+Ubuntu names are checked against the test mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL
+paths cannot run in the test containers."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from simnode import ROOT
+
+ROLE = ROOT / "roles" / "nvidia_driver"
+NAMES = ("__nvidia_driver_package_manager", "__nvidia_driver_pinning", "__nvidia_driver_packages",
+         "__nvidia_driver_library_package", "__nvidia_driver_persistenced_package",
+         "__nvidia_driver_fabricmanager_package", "__nvidia_driver_hold_packages")
+
+
+def _mirror():
+    path = ROOT / "tests" / "sim" / "cudamirror" / "build.py"
+    spec = importlib.util.spec_from_file_location("cudamirror_build", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MIRROR = _mirror()
+
+
+def vars_file(facts):
+    """The role's first_found: distribution-major, distribution, os family."""
+    for name in ("%s-%s" % (facts["distribution"], facts["distribution_major_version"]), facts["distribution"],
+                 facts["os_family"]):
+        if (ROLE / "vars" / ("%s.yml" % name)).exists():
+            return ROLE / "vars" / ("%s.yml" % name)
+    raise AssertionError("no vars file for %s" % facts)
+
+
+def render(facts, modules="open", **overrides):
+    loader = DataLoader()
+    variables = {}
+    for path in (ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml", vars_file(facts)):
+        variables.update(loader.load_from_file(str(path), trusted_as_template=True))
+    variables.update(overrides)
+    variables.update(ansible_facts=facts, __nvidia_driver_modules=modules)
+    templar = Templar(loader=loader, variables=variables)
+    result = {name[len("__nvidia_driver_"):]: templar.template(trust_as_template("{{ %s }}" % name)) for name in NAMES}
+    if "__nvidia_driver_module_stream" in variables:
+        result["module_stream"] = templar.template(trust_as_template("{{ __nvidia_driver_module_stream }}")).strip()
+    return result
+
+
+def facts(distribution, major, family):
+    return {"distribution": distribution, "distribution_major_version": major, "os_family": family}
+
+
+DEBIAN12 = facts("Debian", "12", "Debian")
+UBUNTU22 = facts("Ubuntu", "22", "Debian")
+UBUNTU24 = facts("Ubuntu", "24", "Debian")
+RHEL9 = facts("RedHat", "9", "RedHat")
+ROCKY8 = facts("Rocky", "8", "RedHat")
+
+
+@pytest.mark.parametrize("host, branch, version, expected", [
+    (DEBIAN12, "570", "", {"pinning": "nvidia-driver-pinning-570", "library_package": "libnvidia-ml1",
+                           "fabricmanager_package": "nvidia-fabricmanager-570",
+                           "persistenced_package": "nvidia-persistenced"}),
+    (DEBIAN12, "590", "590.48.01", {"pinning": "nvidia-driver-pinning-590.48.01",
+                                    "fabricmanager_package": "nvidia-fabricmanager"}),
+    (UBUNTU22, "570", "", {"pinning": "nvidia-driver-pinning-570", "library_package": "libnvidia-compute-570",
+                           "fabricmanager_package": "nvidia-fabricmanager-570",
+                           "persistenced_package": "nvidia-compute-utils-570"}),
+    (UBUNTU24, "590", "", {"pinning": "nvidia-driver-pinning-590", "library_package": "libnvidia-compute",
+                           "fabricmanager_package": "nvidia-fabricmanager",
+                           "persistenced_package": "nvidia-compute-utils"}),
+    (RHEL9, "570", "", {"pinning": "", "library_package": "nvidia-driver-cuda-libs",
+                        "fabricmanager_package": "nvidia-fabric-manager", "package_manager": "dnf"}),
+])
+def test_names_per_distribution_and_branch(host, branch, version, expected):
+    result = render(host, nvidia_driver_branch=branch, nvidia_driver_version=version)
+    assert {key: str(result[key]).strip() for key in expected} == expected
+
+
+@pytest.mark.parametrize("host, branch, modules, packages", [
+    (DEBIAN12, "550", "open", ["nvidia-open"]),
+    (DEBIAN12, "550", "proprietary", ["nvidia-driver", "nvidia-kernel-dkms", "nvidia-driver-cuda"]),
+    (UBUNTU22, "550", "open", ["nvidia-open-550"]),
+    (UBUNTU22, "570", "proprietary", ["cuda-drivers-570"]),
+    (UBUNTU24, "590", "open", ["nvidia-open"]),
+    (UBUNTU24, "590", "proprietary", ["cuda-drivers"]),
+    (RHEL9, "570", "open", ["nvidia-open"]),
+    (ROCKY8, "570", "proprietary", ["cuda-drivers"]),
+])
+def test_driver_packages(host, branch, modules, packages):
+    assert list(render(host, nvidia_driver_branch=branch)["packages"][modules]) == packages
+
+
+@pytest.mark.parametrize("host, branch, modules, stream", [
+    (RHEL9, "570", "open", "nvidia-driver:570-open"),
+    (RHEL9, "550", "proprietary", "nvidia-driver:550-dkms"),
+    (ROCKY8, "580", "open", "nvidia-driver:580-open"),
+    (RHEL9, "590", "open", ""),  # no module streams from 590 on: a versionlock keeps the branch
+])
+def test_rhel_module_streams(host, branch, modules, stream):
+    assert render(host, modules=modules, nvidia_driver_branch=branch)["module_stream"] == stream
+
+
+MIRROR_DISTROS = [("debian12", DEBIAN12), ("ubuntu2204", UBUNTU22), ("ubuntu2404", UBUNTU24)]
+
+
+@pytest.mark.parametrize("distro, host", MIRROR_DISTROS)
+@pytest.mark.parametrize("branch", sorted(MIRROR.DRIVER_BRANCHES))
+@pytest.mark.parametrize("modules", ["open", "proprietary"])
+def test_every_name_exists_in_nvidia_layout(distro, host, branch, modules):
+    """What the role installs, checks and holds are packages of that distribution's repository for that branch."""
+    releases = MIRROR.DRIVER_BRANCHES[branch]
+    flavour = MIRROR.DISTROS[distro]
+    build = MIRROR.debian_driver_packages if flavour == "debian" else MIRROR.ubuntu_driver_packages
+    available = {}
+    for release in releases:
+        for package in build(branch, release, releases[0], "/dev/null") + MIRROR.pinning_packages():
+            available.setdefault(package.name, set()).add(package.version)
+    result = render(host, nvidia_driver_branch=branch, nvidia_driver_version=releases[-1])
+    wanted = [*result["packages"][modules], result["library_package"], result["fabricmanager_package"],
+              result["persistenced_package"], result["pinning"]]
+    missing = [name for name in map(str, wanted) if name.strip() not in available]
+    assert not missing, "not in NVIDIA's %s layout for %s: %s" % (distro, branch, missing)
+    holds = {str(name) for name in result["hold_packages"]}
+    # The library package is held; every held name the branch has is one of the repository's packages.
+    assert str(result["library_package"]) in holds
+    assert holds & set(available) >= {str(result["library_package"]), *map(str, result["packages"][modules])}
+    # The library package carries the driver release as its version, which the role reads back.
+    assert {version.split("-")[0] for version in available[str(result["library_package"])]} == set(releases)
+
+
+def test_unsupported_distribution_is_named():
+    variables = DataLoader().load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True)
+    supported = variables["__nvidia_driver_supported"]
+    assert {"Debian-12", "Debian-13", "Ubuntu-22", "Ubuntu-24", "RedHat-9", "Rocky-8"} <= set(supported)
+    assert "Fedora-41" not in supported
+
+
+@pytest.mark.parametrize("modules, kernel, packages", [
+    ("open", "6.8.0-45-generic", ["linux-modules-nvidia-570-server-open-generic",
+                                  "nvidia-headless-no-dkms-570-server-open", "nvidia-utils-570-server"]),
+    ("proprietary", "5.15.0-1060-nvidia", ["linux-modules-nvidia-570-server-nvidia",
+                                           "nvidia-headless-no-dkms-570-server", "nvidia-utils-570-server"]),
+])
+def test_ubuntu_signed_modules_under_secure_boot(modules, kernel, packages):
+    """nvidia_driver_secure_boot: signed takes Canonical's signed modules for the running kernel's flavour."""
+    host = dict(UBUNTU24, kernel=kernel)
+    result = render(host, modules=modules, nvidia_driver_branch="570", nvidia_driver_secure_boot="signed",
+                    __nvidia_driver_secure_boot_on=True)
+    assert [str(name) for name in result["packages"][modules]] == packages
+    assert str(result["library_package"]).strip() == "libnvidia-compute-570-server"
+    assert str(result["persistenced_package"]).strip() == "nvidia-compute-utils-570-server"
+    assert set(packages) <= {str(name) for name in result["hold_packages"]}
+
+
+@pytest.mark.parametrize("host", [DEBIAN12, RHEL9])
+def test_signed_modules_are_offered_on_ubuntu_only(host):
+    variables = DataLoader().load_from_file(str(vars_file(host)), trusted_as_template=True)
+    assert variables["__nvidia_driver_signed_offered"] is False
+    assert DataLoader().load_from_file(str(vars_file(UBUNTU24)))["__nvidia_driver_signed_offered"] is True
