@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make demo: start a simulated 8-GPU DGX H100 node (Debian 12 container, systemd as PID 1, the fake NVML with the
-# dgx-h100 fixture), run playbooks/site.yml against it exactly as against a real server, and show what it found.
+# make demo: start a simulated 8-GPU DGX H100 node (Debian 12 container, systemd as PID 1, the dgx-h100 NVML
+# fixture), run playbooks/site.yml against it exactly as against a real server (NVIDIA's repository and the driver
+# come from the local signed mirror, whose driver library package brings the fake NVML), and show what it found.
 # The node keeps running afterwards for a look around (`docker exec -it accelops-demo-dgx-h100 bash`);
 # the next `make demo` replaces it.
 set -euo pipefail
@@ -10,15 +11,22 @@ node=${DEMO_NODE:-accelops-demo-dgx-h100}
 image=accelops-sim/debian12:latest
 fixture=${DEMO_FIXTURE:-dgx-h100}
 work="$root/build/demo"
-lib="$root/build/fakenvml/libnvidia-ml.so.1"
-libdir=/usr/lib/$(uname -m)-linux-gnu
+mirror=$("$root/tests/sim/mirror.sh" url)
+key=$(cat "$root/build/mirror/cuda/fingerprint")
+# The driver release the fixture reports as loaded, when the mirror carries it; else the newest of branch 550.
+loaded=$(sed -n 's/^driver_version=//p' "$root/tests/sim/fixtures/$fixture.conf")
+if ls "$root"/build/mirror/cuda/repos/debian12/x86_64/libnvidia-ml1_"$loaded"-1_*.deb >/dev/null 2>&1; then
+  branch=${loaded%%.*} version=$loaded
+else
+  branch=550 version=""
+fi
 
 mkdir -p "$work" "$root/build/collections/ansible_collections/accelops"
 ln -sfn "$root" "$root/build/collections/ansible_collections/accelops/gpu"
 
 docker rm -f "$node" >/dev/null 2>&1 || true
 docker run -d --name "$node" --hostname "$node" --network host --tmpfs /run --tmpfs /run/lock \
-  -v /sys/fs/cgroup:/sys/fs/cgroup:ro -v "$lib:$libdir/libnvidia-ml.so.1:ro" \
+  -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
   "$image" /lib/systemd/systemd >/dev/null
 
 cat >"$work/inventory.yml" <<YAML
@@ -33,8 +41,14 @@ all:
   vars:
     # The simulated node installs nvidia-ml-py from the local mirror and reads PCI devices from its fake sysfs.
     nvml_python_index_url: ""
-    nvml_python_find_links: ["$("$root/tests/sim/mirror.sh" url)/wheels/"]
+    nvml_python_find_links: ["$mirror/wheels/"]
     accelops_gpu_sysfs_root: /etc/accelops-sim/sys
+    # NVIDIA's repository layout from the local mirror, signed with its throw-away key.
+    cuda_repo_base_url: $mirror/cuda/repos
+    cuda_repo_key_fingerprint: $key
+    cuda_repo_key_name: $(tr 'A-F' 'a-f' <<<"${key: -8}").pub
+    nvidia_driver_branch: "$branch"
+    nvidia_driver_version: "$version"
 YAML
 
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
