@@ -1,0 +1,296 @@
+"""cuda_toolkit's package names, default toolkit, driver detection, driver check and build selection for every
+distribution it supports, rendered by Ansible's own templating from the role's defaults and vars files (chosen as the
+role's first_found does). The templates call the collection's cuda_min_driver filter, so they render in a child
+Python where the collection loader finds accelops.gpu by its FQCN. Debian names are checked against the test
+mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL paths cannot run in the test containers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simnode import COLLECTIONS, ROOT
+
+ROLE = ROOT / "roles" / "cuda_toolkit"
+
+RENDER = r"""
+import json, sys
+from ansible.errors import AnsibleError
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+
+init_plugin_loader([sys.argv[1]])
+loader = DataLoader()
+results = []
+for case in json.load(sys.stdin):
+    variables = {}
+    for path in case["files"]:
+        variables.update(loader.load_from_file(path, trusted_as_template=True))
+    variables.update(case["variables"])
+    templar = Templar(loader=loader, variables=variables)
+    if "__cuda_toolkit_driver" not in variables:
+        variables["__cuda_toolkit_driver"] = templar.template(trust_as_template("{{ __cuda_toolkit_driver_found }}"))
+        templar = Templar(loader=loader, variables=variables)
+    try:
+        results.append({name: templar.template(trust_as_template("{{ %s }}" % name)) for name in case["names"]})
+    except AnsibleError as error:
+        results.append({"error": str(error)})
+print(json.dumps(results, default=str))
+"""
+
+
+def _mirror():
+    path = ROOT / "tests" / "sim" / "cudamirror" / "build.py"
+    spec = importlib.util.spec_from_file_location("cudamirror_build", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MIRROR = _mirror()
+
+
+def facts(distribution, major, family, packages=None, **extra):
+    return {"distribution": distribution, "distribution_major_version": major, "os_family": family,
+            "packages": packages or {}, **extra}
+
+
+DEBIAN12 = facts("Debian", "12", "Debian")
+UBUNTU22 = facts("Ubuntu", "22", "Debian")
+UBUNTU24 = facts("Ubuntu", "24", "Debian")
+RHEL9 = facts("RedHat", "9", "RedHat")
+ROCKY8 = facts("Rocky", "8", "RedHat")
+
+
+def vars_file(host):
+    for name in ("%s-%s" % (host["distribution"], host["distribution_major_version"]), host["distribution"],
+                 host["os_family"]):
+        if (ROLE / "vars" / ("%s.yml" % name)).exists():
+            return ROLE / "vars" / ("%s.yml" % name)
+    raise AssertionError("no vars file for %s" % host)
+
+
+def render_many(cases):
+    """cases: (host, overrides, names) -> one dict of rendered names (or {"error": ...}) per case, in one child."""
+    payload = [{"files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / "main.yml"), str(vars_file(host))],
+                "variables": {**overrides, "ansible_facts": host}, "names": list(names)}
+               for host, overrides, names in cases]
+    child = subprocess.run([sys.executable, "-c", RENDER, str(COLLECTIONS)], input=json.dumps(payload),
+                           capture_output=True, text=True, check=True, cwd="/")
+    return json.loads(child.stdout.splitlines()[-1])
+
+
+class _Batch:
+    """Every case of this module renders in one child Python (each child takes about a second): the cases are
+    registered while pytest collects the parametrized tests (case() returns a key), the first test renders them all."""
+
+    def __init__(self):
+        self.cases, self.results = [], None
+
+    def case(self, host, names, **overrides):
+        self.cases.append((host, overrides, tuple(names)))
+        return len(self.cases) - 1
+
+    def __getitem__(self, key):
+        if self.results is None:
+            self.results = render_many(self.cases)
+        result = self.results[key]
+        assert "error" not in result, result
+        return {name: value.strip() if isinstance(value, str) else value for name, value in result.items()}
+
+
+BATCH = _Batch()
+case = BATCH.case
+
+
+NAMES = ("__cuda_toolkit_package_manager", "__cuda_toolkit_packages", "__cuda_toolkit_cudnn_package",
+         "__cuda_toolkit_cudnn_library", "__cuda_toolkit_nccl_packages", "__cuda_toolkit_nccl_suffix",
+         "__cuda_toolkit_environment_file", "__cuda_toolkit_dirs", "__cuda_toolkit_default_dir",
+         "__cuda_toolkit_cudnn_held")
+
+
+@pytest.mark.parametrize("key, expected", [
+    (case(DEBIAN12, NAMES, cuda_toolkit_versions=["12.4", "12.8"]),
+     ("apt", "libnccl2", "libnccl-dev", "/etc/default/cuda", "libcudnn9-dev-cuda-12")),
+    (case(UBUNTU22, NAMES, cuda_toolkit_versions=["12.4", "12.8"]),
+     ("apt", "libnccl2", "libnccl-dev", "/etc/default/cuda", "libcudnn9-dev-cuda-12")),
+    (case(UBUNTU24, NAMES, cuda_toolkit_versions=["12.4", "12.8"]),
+     ("apt", "libnccl2", "libnccl-dev", "/etc/default/cuda", "libcudnn9-dev-cuda-12")),
+    (case(RHEL9, NAMES, cuda_toolkit_versions=["12.4", "12.8"]),
+     ("dnf", "libnccl", "libnccl-devel", "/etc/sysconfig/cuda", "libcudnn9-devel-cuda-12")),
+    (case(ROCKY8, NAMES, cuda_toolkit_versions=["12.4", "12.8"]),
+     ("dnf", "libnccl", "libnccl-devel", "/etc/sysconfig/cuda", "libcudnn9-devel-cuda-12")),
+], ids=["debian12", "ubuntu22", "ubuntu24", "rhel9", "rocky8"])
+def test_names_per_distribution(key, expected):
+    manager, nccl, nccl_dev, environment, cudnn_dev = expected
+    result = BATCH[key]
+    assert result["__cuda_toolkit_package_manager"] == manager
+    assert result["__cuda_toolkit_packages"] == ["cuda-toolkit-12-4", "cuda-toolkit-12-8"]
+    assert result["__cuda_toolkit_dirs"] == ["/usr/local/cuda-12.4", "/usr/local/cuda-12.8"]
+    assert result["__cuda_toolkit_default_dir"] == "/usr/local/cuda-12.8"
+    assert result["__cuda_toolkit_cudnn_package"] == "cudnn9-cuda-12"
+    assert result["__cuda_toolkit_cudnn_library"] == "libcudnn9-cuda-12"
+    assert result["__cuda_toolkit_nccl_packages"] == [nccl, nccl_dev]
+    assert result["__cuda_toolkit_nccl_suffix"] == "+cuda12.8"
+    assert result["__cuda_toolkit_environment_file"] == environment
+    assert cudnn_dev in result["__cuda_toolkit_cudnn_held"]
+
+
+DEFAULT = ("__cuda_toolkit_default_version", "__cuda_toolkit_default_major")
+
+
+@pytest.mark.parametrize("key, expected", [
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=["12.8"]), "12.8"),
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=["12.4", "12.8"]), "12.8"),
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=["12.8", "12.4"]), "12.8"),
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=["12.9", "12.10"]), "12.10"),  # numbers: 12.10 is newer than 12.9
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=[12.4, 12.8]), "12.8"),  # unquoted YAML floats
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=["11.8", "12.4"], cuda_toolkit_default="11.8"), "11.8"),
+    (case(DEBIAN12, DEFAULT, cuda_toolkit_versions=["12.4", "13.0"]), "13.0"),
+])
+def test_default_toolkit(key, expected):
+    assert BATCH[key] == {"__cuda_toolkit_default_version": expected,
+                          "__cuda_toolkit_default_major": expected.split(".")[0]}
+
+
+def installed(name, version, release=None):
+    entry = {"name": name, "version": version}
+    if release:
+        entry["release"] = release
+    return {name: [entry]}
+
+
+FOUND = ("__cuda_toolkit_driver_found",)
+
+
+@pytest.mark.parametrize("key, expected", [
+    # The play pins the driver: that wins over the installed package.
+    (case(facts("Debian", "12", "Debian", installed("libnvidia-ml1", "550.54.15-1")), FOUND,
+          nvidia_driver_version="570.124.06"),
+     {"version": "570.124.06", "source": "pinned by nvidia_driver_version"}),
+    (case(facts("Debian", "12", "Debian", installed("libnvidia-ml1", "570.124.06-1")), FOUND),
+     {"version": "570.124.06", "source": "installed libnvidia-ml1"}),
+    (case(facts("Debian", "12", "Debian", installed("libnvidia-ml1", "535.216.01-1~deb12u1")), FOUND,
+          nvidia_driver_version=""),
+     {"version": "535.216.01", "source": "installed libnvidia-ml1"}),  # Debian's own driver
+    (case(facts("Ubuntu", "22", "Debian", installed("libnvidia-compute-570", "570.124.06-0ubuntu1")), FOUND),
+     {"version": "570.124.06", "source": "installed libnvidia-compute-570"}),
+    (case(facts("Ubuntu", "24", "Debian", installed("libnvidia-compute-550-server", "550.127.08-0ubuntu0.24.04.1")),
+          FOUND),
+     {"version": "550.127.08", "source": "installed libnvidia-compute-550-server"}),
+    (case(facts("Ubuntu", "24", "Debian", installed("libnvidia-compute", "1:590.48.01-0ubuntu1")), FOUND),
+     {"version": "590.48.01", "source": "installed libnvidia-compute"}),
+    (case(facts("RedHat", "9", "RedHat", installed("nvidia-driver-cuda-libs", "570.124.06", "1.el9")), FOUND),
+     {"version": "570.124.06", "source": "installed nvidia-driver-cuda-libs"}),
+    # A driver installed without packages (the .run installer): what gpu_facts reported.
+    (case(facts("Debian", "12", "Debian", nvidia={"driver_version": "570.86.15"}), FOUND),
+     {"version": "570.86.15", "source": "loaded, as gpu_facts reports it"}),
+    # An image build: no driver at all.
+    (case(facts("Debian", "12", "Debian", installed("libnvidia-cfg1", "570.124.06-1")), FOUND),
+     {"version": "", "source": "none"}),
+])
+def test_driver_found(key, expected):
+    assert BATCH[key]["__cuda_toolkit_driver_found"] == expected
+
+
+def too_new(driver, versions):
+    return case(DEBIAN12, ["__cuda_toolkit_too_new"], cuda_toolkit_versions=versions,
+                __cuda_toolkit_driver={"version": driver, "source": "test"})
+
+
+@pytest.mark.parametrize("key, expected", [
+    (too_new("570.124.06", ["12.4", "12.8"]), []),
+    (too_new("570.124.06", ["12.8", "13.0"]), [{"cuda": "13.0", "driver": "580.65.06"}]),
+    (too_new("570.26", ["12.8"]), []),  # exactly the minimum
+    (too_new("570.9", ["12.8"]), [{"cuda": "12.8", "driver": "570.26"}]),  # numbers, not strings: 570.9 < 570.26
+    (too_new("550.54.15", ["12.4", "12.8"]), [{"cuda": "12.8", "driver": "570.26"}]),
+    (too_new("580.65.06", ["13.0"]), []),
+])
+def test_driver_check(key, expected):
+    assert BATCH[key]["__cuda_toolkit_too_new"] == expected
+
+
+MADISON = """\
+cuda-toolkit-12-4 |   12.4.1-1 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+cuda-toolkit-12-8 |   12.8.1-1 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+libcudnn9-cuda-12 | 9.1.1.17-1 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+libcudnn9-cuda-12 | 9.10.2.21-1 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+libcudnn9-cuda-12 | 9.8.0.87-1 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+  libnccl2 | 2.27.3-1+cuda12.9 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+  libnccl2 | 2.26.2-1+cuda12.8 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+  libnccl2 | 2.25.1-1+cuda12.8 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+  libnccl2 | 2.21.5-1+cuda12.4 | http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+"""
+DNF_LIST = """\
+Available Packages
+cuda-toolkit-12-8.x86_64          12.8.1-1            cuda-rhel9-x86_64
+libcudnn9-cuda-12.x86_64          9.8.0.87-1          cuda-rhel9-x86_64
+libcudnn9-cuda-12.x86_64          9.10.2.21-1         cuda-rhel9-x86_64
+libnccl.x86_64                    2.21.5-1+cuda12.4   cuda-rhel9-x86_64
+libnccl.x86_64                    2.25.1-1+cuda12.8   cuda-rhel9-x86_64
+libnccl.x86_64                    2.26.2-1+cuda12.8   cuda-rhel9-x86_64
+libnccl.x86_64                    2.27.3-1+cuda12.9   cuda-rhel9-x86_64
+"""
+CHOICE = ("__cuda_toolkit_nccl_version", "__cuda_toolkit_cudnn_version", "__cuda_toolkit_install",
+          "__cuda_toolkit_holdable")
+
+
+def choice(host, lookup, versions, default=""):
+    return case(host, CHOICE, cuda_toolkit_versions=versions, cuda_toolkit_default=default,
+                __cuda_toolkit_lookup={"stdout_lines": lookup.splitlines()})
+
+
+@pytest.mark.parametrize("key, expected", [
+    (choice(DEBIAN12, MADISON, ["12.8"]),
+     ["cuda-toolkit-12-8", "cudnn9-cuda-12=9.10.2.21-1", "libnccl2=2.26.2-1+cuda12.8",
+      "libnccl-dev=2.26.2-1+cuda12.8"]),
+    (choice(DEBIAN12, MADISON, ["12.4", "12.8"], "12.4"),
+     ["cuda-toolkit-12-4", "cuda-toolkit-12-8", "cudnn9-cuda-12=9.10.2.21-1", "libnccl2=2.21.5-1+cuda12.4",
+      "libnccl-dev=2.21.5-1+cuda12.4"]),
+    (choice(RHEL9, DNF_LIST, ["12.8"]),
+     ["cuda-toolkit-12-8", "cudnn9-cuda-12-9.10.2.21-1", "libnccl-2.26.2-1+cuda12.8",
+      "libnccl-devel-2.26.2-1+cuda12.8"]),
+    # No +cuda13.0 NCCL and no cuDNN for CUDA 13 here: the role stops with a message before installing.
+    (choice(DEBIAN12, MADISON, ["13.0"]), ["cuda-toolkit-13-0"]),
+])
+def test_newest_builds_for_the_default(key, expected):
+    assert BATCH[key]["__cuda_toolkit_install"] == expected
+
+
+@pytest.mark.parametrize("key", [case(DEBIAN12, CHOICE, cuda_toolkit_cudnn=False, cuda_toolkit_nccl=False,
+                                      __cuda_toolkit_lookup={"stdout_lines": MADISON.splitlines()})])
+def test_cudnn_and_nccl_can_be_left_out(key):
+    assert BATCH[key]["__cuda_toolkit_install"] == ["cuda-toolkit-12-8"]
+    assert BATCH[key]["__cuda_toolkit_holdable"] == []
+
+
+@pytest.mark.parametrize("key", [case(DEBIAN12, ["__cuda_toolkit_units"],
+                                      cuda_toolkit_services=["jupyterhub", "trainer@1.service", "jupyterhub.service"])])
+def test_service_units(key):
+    assert BATCH[key]["__cuda_toolkit_units"] == ["jupyterhub.service", "trainer@1.service"]
+
+
+MIRROR_RELEASES = [".".join(cuda["release"].split(".")[:2]) for cuda in MIRROR.CUDA_RELEASES]
+
+
+@pytest.mark.parametrize("key", [
+    case(DEBIAN12, ("__cuda_toolkit_packages", "__cuda_toolkit_holdable", "__cuda_toolkit_nccl_suffix",
+                    "__cuda_toolkit_cudnn_library"),
+         cuda_toolkit_versions=MIRROR_RELEASES, cuda_toolkit_default=default)
+    for default in MIRROR_RELEASES], ids=MIRROR_RELEASES)
+def test_every_name_exists_in_nvidia_layout(key):
+    """What the role installs, holds and checks are packages of NVIDIA's Debian repository as the mirror models it,
+    and there is an NCCL build for each toolkit as the default."""
+    available = {}
+    for package in MIRROR.cuda_packages() + MIRROR.library_packages():
+        available.setdefault(package.name, set()).add(package.version)
+    result = BATCH[key]
+    names = [*result["__cuda_toolkit_packages"], *result["__cuda_toolkit_holdable"],
+             result["__cuda_toolkit_cudnn_library"]]
+    assert [name for name in names if name not in available] == []
+    assert any(version.endswith(result["__cuda_toolkit_nccl_suffix"]) for version in available["libnccl2"])
