@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -22,6 +23,14 @@ def expose_collection():
         link.symlink_to(ROOT, target_is_directory=True)
     if str(COLLECTIONS) not in sys.path:
         sys.path.insert(0, str(COLLECTIONS))
+
+
+def load_sim_script(relative, name):
+    """A script of tests/sim (such as cudamirror/build.py or mkfabric.py) imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "sim" / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build_fake_nvml():

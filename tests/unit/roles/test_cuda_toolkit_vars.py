@@ -6,14 +6,13 @@ mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL path
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from simnode import COLLECTIONS, ROOT
+from simnode import COLLECTIONS, ROOT, load_sim_script
 
 ROLE = ROOT / "roles" / "cuda_toolkit"
 
@@ -44,15 +43,7 @@ print(json.dumps(results, default=str))
 """
 
 
-def _mirror():
-    path = ROOT / "tests" / "sim" / "cudamirror" / "build.py"
-    spec = importlib.util.spec_from_file_location("cudamirror_build", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MIRROR = _mirror()
+MIRROR = load_sim_script("cudamirror/build.py", "cudamirror_build")
 
 
 def facts(distribution, major, family, packages=None, **extra):

@@ -5,13 +5,11 @@ paths cannot run in the test containers."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from simnode import ROOT
+from simnode import ROOT, load_sim_script
 
 ROLE = ROOT / "roles" / "nvidia_driver"
 NAMES = ("__nvidia_driver_package_manager", "__nvidia_driver_pinning", "__nvidia_driver_packages",
@@ -19,15 +17,7 @@ NAMES = ("__nvidia_driver_package_manager", "__nvidia_driver_pinning", "__nvidia
          "__nvidia_driver_fabricmanager_package", "__nvidia_driver_hold_packages")
 
 
-def _mirror():
-    path = ROOT / "tests" / "sim" / "cudamirror" / "build.py"
-    spec = importlib.util.spec_from_file_location("cudamirror_build", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MIRROR = _mirror()
+MIRROR = load_sim_script("cudamirror/build.py", "cudamirror_build")
 
 
 def vars_file(facts):

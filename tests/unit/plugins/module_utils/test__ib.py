@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -10,17 +9,9 @@ import sys
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _ib
-from simnode import ROOT
+from simnode import ROOT, load_sim_script
 
-
-def _mkfabric():
-    spec = importlib.util.spec_from_file_location("mkfabric", ROOT / "tests" / "sim" / "mkfabric.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mkfabric = _mkfabric()
+mkfabric = load_sim_script("mkfabric.py", "mkfabric")
 
 # DGX H100 user guide, network modules table: GPU -> its compute ConnectX-7 (RDMA name, IPoIB name).
 DGX_H100_RAILS = [

@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.modules import ib_facts
-from simnode import ROOT
+from simnode import load_sim_script
 
-
-def _mkfabric():
-    spec = importlib.util.spec_from_file_location("mkfabric", ROOT / "tests" / "sim" / "mkfabric.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mkfabric = _mkfabric()
+mkfabric = load_sim_script("mkfabric.py", "mkfabric")
 
 
 @pytest.fixture
