@@ -55,6 +55,7 @@ sim: venv $(FAKENVML)
 	tests/sim/build-image.sh bookworm
 	tests/sim/build-image.sh trixie
 	python3 tests/sim/cudamirror/build.py $(BUILD)/mirror/cuda --fake-nvml $(FAKENVML)
+	tests/sim/wheelhouse.sh fill
 	tests/sim/mirror.sh start
 
 molecule: sim

@@ -1,0 +1,284 @@
+"""The pytorch and tensorflow roles' choice of wheel channel / build from the node's GPUs and driver, their pip
+arguments, and the refusals their preflight renders, by Ansible's own templating from each role's defaults and vars
+(the templates call the collection's compatibility filters, so they render in a child Python where the collection
+loader finds accelops.gpu by its FQCN). The refusal messages are the ones in the roles' preflight.yml, rendered with
+the error the filter raised, as the role's rescue does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.accelops.gpu.plugins.module_utils._cuda_compat import COMPAT
+from simnode import COLLECTIONS, ROOT
+
+RENDER = r"""
+import json, sys
+from ansible.errors import AnsibleError
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+
+init_plugin_loader([sys.argv[1]])
+loader = DataLoader()
+results = []
+for case in json.load(sys.stdin):
+    variables = {}
+    for path in case["files"]:
+        variables.update(loader.load_from_file(path, trusted_as_template=True))
+    variables.update(case["variables"])
+    variables.update({k: trust_as_template(v) for k, v in case["task_vars"].items()})
+    result = {}
+    for name, text in case["templates"]:
+        templar = Templar(loader=loader, variables=variables)
+        try:
+            result[name] = templar.template(trust_as_template(text))
+        except AnsibleError as error:
+            result[name] = {"error": str(error)}
+            # As the role's rescue sees it.
+            variables["ansible_failed_result"] = {"msg": str(error)}
+    results.append(result)
+print(json.dumps(results, default=str))
+"""
+
+
+def role_files(role):
+    base = ROOT / "roles" / role
+    return [str(base / "defaults" / "main.yml"), str(base / "vars" / "main.yml"), str(base / "vars" / "Debian.yml")]
+
+
+def preflight_task(role, name):
+    """The task called name in the role's preflight.yml, inside blocks and rescues too."""
+    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / "preflight.yml").read_text())
+    while tasks:
+        task = tasks.pop(0)
+        if task.get("name") == name:
+            return task
+        tasks.extend(task.get("block", []) + task.get("rescue", []))
+    raise AssertionError("no task %r in %s's preflight" % (name, role))
+
+
+def nvidia(gpus=8, driver="570.124.06", cuda="12.8", loaded=True):
+    return {"nvidia": {"pynvml_available": True, "driver_loaded": loaded, "gpu_count": gpus, "driver_version": driver,
+                       "cuda_driver_version": cuda, "reason": None}}
+
+
+NO_GPU = {"nvidia": {"pynvml_available": False, "driver_loaded": False, "gpu_count": 0, "driver_version": None,
+                     "cuda_driver_version": None, "reason": "nvidia-ml-py (pynvml) is not installed"}}
+
+
+class _Batch:
+    """Every case renders in one child Python (each child takes about a second): the cases are registered while
+    pytest collects the parametrized tests (case() returns a key), the first test renders them all."""
+
+    def __init__(self):
+        self.cases, self.results = [], None
+
+    def case(self, role, facts, templates, task_vars=None, **overrides):
+        self.cases.append({"files": role_files(role), "variables": {**overrides, "ansible_facts": facts},
+                           "task_vars": task_vars or {}, "templates": list(templates)})
+        return len(self.cases) - 1
+
+    def __getitem__(self, key):
+        if self.results is None:
+            child = subprocess.run([sys.executable, "-c", RENDER, str(COLLECTIONS)], input=json.dumps(self.cases),
+                                   capture_output=True, text=True, check=True, cwd="/")
+            self.results = json.loads(child.stdout.splitlines()[-1])
+        return {name: value.strip() if isinstance(value, str) else value for name, value in self.results[key].items()}
+
+
+BATCH = _Batch()
+
+TORCH = [("channel", "{{ __pytorch_channel }}"), ("pip", "{{ __pytorch_pip_args }}"),
+         ("requirements", "{{ __pytorch_requirements }}")]
+
+
+@pytest.mark.parametrize("key, channel", [
+    # A node without GPUs, or whose driver is not loaded, gets the CPU build.
+    (BATCH.case("pytorch", NO_GPU, TORCH), "cpu"),
+    (BATCH.case("pytorch", nvidia(loaded=False), TORCH), "cpu"),
+    (BATCH.case("pytorch", nvidia(gpus=0), TORCH), "cpu"),
+    # The newest channel of the release not newer than the CUDA the driver runs.
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), TORCH, pytorch_version="2.5.1"), "cu124"),
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.13.0"), "cu126"),
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.7.1"), "cu128"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH), "cu130"),
+    (BATCH.case("pytorch", nvidia(driver="595.45.04", cuda="13.2"), TORCH), "cu132"),
+    # Where NVML gives no CUDA version, the collection's table answers for the driver: 570.124.06 runs CUDA 12.8.
+    (BATCH.case("pytorch", nvidia(cuda=None), TORCH, pytorch_version="2.7.1"), "cu128"),
+    # The override wins, also on a GPU node.
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_channel="cpu"), "cpu"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH, pytorch_channel="CU126"), "cu126"),
+], ids=["no-gpu", "driver-not-loaded", "zero-gpus", "torch2.5-cuda12.4", "torch2.13-cuda12.8", "torch2.7-cuda12.8",
+        "torch2.13-cuda13.0", "torch2.13-cuda13.2", "driver-table", "override-cpu", "override-cu126"])
+def test_channel(key, channel):
+    result = BATCH[key]
+    assert result["channel"] == channel
+    assert result["pip"] == ["--index-url", "https://download.pytorch.org/whl/%s" % channel]
+    assert result["requirements"] == ["torch==%s" % BATCH.cases[key]["variables"].get("pytorch_version", "2.13.0")]
+
+
+@pytest.mark.parametrize("key, expected", [
+    (BATCH.case("pytorch", NO_GPU, TORCH, pytorch_index_url="", pytorch_find_links=["http://127.0.0.1:18080/wheelhouse/"]),
+     ["--no-index", "--find-links=http://127.0.0.1:18080/wheelhouse/"]),
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_index_url="https://mirror.example/torch/{channel}/simple",
+                pytorch_extra_index_urls=["https://mirror.example/pypi/simple"], pytorch_find_links=["/srv/wheels"]),
+     ["--index-url", "https://mirror.example/torch/cu126/simple", "--extra-index-url=https://mirror.example/pypi/simple",
+      "--find-links=/srv/wheels"]),
+], ids=["wheelhouse-only", "site-mirror"])
+def test_pip_arguments(key, expected):
+    assert BATCH[key]["pip"] == expected
+
+
+DALI = [("channel", "{{ __pytorch_channel }}"), ("dali", "{{ __pytorch_dali_package }}")]
+
+
+@pytest.mark.parametrize("key, package", [
+    (BATCH.case("pytorch", nvidia(), DALI), "nvidia-dali-cuda120"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), DALI, pytorch_dali_version="1.52.0"),
+     "nvidia-dali-cuda130==1.52.0"),
+], ids=["cuda12", "cuda13-pinned"])
+def test_dali_package_follows_the_channel(key, package):
+    assert BATCH[key]["dali"] == package
+
+
+REFUSAL = preflight_task("pytorch", "Refuse a torch release without a wheel for this CUDA")
+REFUSED = [("channel", "{{ __pytorch_channel }}"), ("message", REFUSAL["ansible.builtin.fail"]["msg"])]
+
+
+@pytest.mark.parametrize("key, expected", [
+    # The driver runs CUDA 12.2; torch 2.8's oldest channel is cu126.
+    (BATCH.case("pytorch", nvidia(driver="535.104.05", cuda="12.2"), REFUSED, REFUSAL["vars"], pytorch_version="2.8.0"),
+     ["The NVIDIA driver 535.104.05 runs CUDA up to 12.2", "torch 2.8.0 has no wheel for CUDA 12.2",
+      "its channels are cu126, cu128, cu129", "nearest: cu126 (CUDA 12.6)", "Nothing was installed"]),
+    # A CUDA 11 driver and a torch release that left CUDA 11.8 behind.
+    (BATCH.case("pytorch", nvidia(driver="520.61.05", cuda="11.8"), REFUSED, REFUSAL["vars"]),
+     ["runs CUDA up to 11.8", "torch 2.13.0 has no wheel for CUDA 11.8", "nearest: cu126 (CUDA 12.6)"]),
+    # A channel the release does not have, asked for by name.
+    (BATCH.case("pytorch", NO_GPU, REFUSED, REFUSAL["vars"], pytorch_channel="cu118"),
+     ["pytorch_channel cu118: torch 2.13.0 has no wheel for CUDA 11.8", "its channels are cu126, cu130, cu132",
+      "nearest: cu126 (CUDA 12.6)"]),
+    (BATCH.case("pytorch", nvidia(), REFUSED, REFUSAL["vars"], pytorch_channel="cu125", pytorch_version="2.5.1"),
+     ["pytorch_channel cu125: torch 2.5.1 has no wheel for CUDA 12.5", "nearest: cu124 (CUDA 12.4)"]),
+    # A release the table does not know.
+    (BATCH.case("pytorch", nvidia(), REFUSED, REFUSAL["vars"], pytorch_version="2.0.1"),
+     ["torch 2.0.1 is not in the table (torch 2.1 to 2.13); nearest: 2.1"]),
+], ids=["torch2.8-cuda12.2", "torch2.13-cuda11.8", "channel-cu118", "channel-cu125", "unknown-torch"])
+def test_refusal_names_both_versions_and_the_nearest(key, expected):
+    result = BATCH[key]
+    assert "error" in result["channel"]
+    message = result["message"]
+    assert [part for part in expected if part not in message] == [], message
+    assert "\n" not in message and "Task failed" not in message and "filter plugin" not in message
+
+
+DRIVER_CHECK = preflight_task("pytorch", "Refuse a CUDA channel the driver cannot run")["ansible.builtin.assert"]
+
+
+@pytest.mark.parametrize("key, allowed", [
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), [("ok", "{{ %s }}" % DRIVER_CHECK["that"])],
+                pytorch_channel="cu126", pytorch_version="2.6.0"), False),
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), [("ok", "{{ %s }}" % DRIVER_CHECK["that"])],
+                pytorch_channel="cu124", pytorch_version="2.6.0"), True),
+], ids=["cu126-on-550", "cu124-on-550"])
+def test_channel_against_driver(key, allowed):
+    assert BATCH[key]["ok"] is allowed
+
+
+DRIVER_MESSAGE = BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"),
+                            [("channel", "{{ __pytorch_channel }}"), ("message", DRIVER_CHECK["fail_msg"])],
+                            {"__pytorch_channel_resolved": "{{ __pytorch_channel }}"},
+                            pytorch_channel="cu126", pytorch_version="2.6.0")
+
+
+def test_channel_against_driver_message():
+    message = BATCH[DRIVER_MESSAGE]["message"]
+    for part in ("pytorch_channel cu126 needs a driver that runs CUDA 12.6 (560.28.03 or newer)",
+                 "the NVIDIA driver 550.54.15 runs CUDA up to 12.4", "Nothing was installed"):
+        assert part in message
+    assert "\n" not in message
+
+
+TF = [("variant", "{{ __tensorflow_variant }}"), ("requirements", "{{ __tensorflow_requirements }}"),
+      ("build", "{{ __tensorflow_build }}"), ("fits", "{{ __tensorflow_driver_fits }}"),
+      ("nearest", "{{ __tensorflow_nearest }}"), ("pip", "{{ __tensorflow_pip_args }}")]
+
+
+@pytest.mark.parametrize("key, requirement, fits", [
+    (BATCH.case("tensorflow", NO_GPU, TF), "tensorflow-cpu==2.21.0", True),
+    (BATCH.case("tensorflow", nvidia(), TF), "tensorflow[and-cuda]==2.21.0", True),
+    (BATCH.case("tensorflow", nvidia(), TF, tensorflow_variant="cpu"), "tensorflow-cpu==2.21.0", True),
+    # CUDA 12.5 through minor version compatibility on a CUDA 12.4 driver.
+    (BATCH.case("tensorflow", nvidia(driver="550.54.15", cuda="12.4"), TF), "tensorflow[and-cuda]==2.21.0", True),
+    (BATCH.case("tensorflow", nvidia(driver="580.65.06", cuda="13.0"), TF), "tensorflow[and-cuda]==2.21.0", True),
+    (BATCH.case("tensorflow", nvidia(driver="520.61.05", cuda="11.8"), TF), "tensorflow[and-cuda]==2.21.0", False),
+    (BATCH.case("tensorflow", nvidia(driver="520.61.05", cuda="11.8"), TF, tensorflow_version="2.14.1"),
+     "tensorflow[and-cuda]==2.14.1", True),
+], ids=["no-gpu", "gpu", "override-cpu", "minor-compat", "cuda13-driver", "cuda11-driver", "tf2.14-cuda11-driver"])
+def test_tensorflow_build(key, requirement, fits):
+    result = BATCH[key]
+    assert result["requirements"] == [requirement]
+    assert result["fits"] is fits
+    assert result["pip"] == ["--index-url", "https://pypi.org/simple"]
+
+
+TF_CHECK_TASK = preflight_task("tensorflow", "Refuse a CUDA build the driver cannot run")
+TF_CHECK = TF_CHECK_TASK["ansible.builtin.assert"]
+TF_DRIVER_MESSAGE = BATCH.case("tensorflow", nvidia(driver="520.61.05", cuda="11.8"),
+                               [("message", TF_CHECK["fail_msg"])],
+                               {"__tensorflow_build_resolved": "{{ __tensorflow_build }}", **TF_CHECK_TASK["vars"]})
+TF_UNKNOWN = preflight_task("tensorflow", "Refuse a release the compatibility table does not know")
+TF_UNKNOWN_MESSAGE = BATCH.case("tensorflow", NO_GPU, [("build", "{{ __tensorflow_build }}"),
+                                                       ("message", TF_UNKNOWN["ansible.builtin.fail"]["msg"])],
+                                tensorflow_version="2.13.1")
+
+
+def test_tensorflow_refuses_a_build_the_driver_cannot_run():
+    message = BATCH[TF_DRIVER_MESSAGE]["message"]
+    for part in ("tensorflow 2.21.0 is built with CUDA 12.5 and cuDNN 9.3", "525.60.13 or newer",
+                 "555.42.02 for CUDA 12.5 itself", "the driver 520.61.05 runs CUDA up to 11.8",
+                 "Nearest: tensorflow 2.14 (CUDA 11.8)", "tensorflow_variant: cpu", "Nothing was installed"):
+        assert part in message, message
+    assert "\n" not in message
+
+
+def test_tensorflow_refuses_an_unknown_release():
+    result = BATCH[TF_UNKNOWN_MESSAGE]
+    assert "error" in result["build"]
+    assert result["message"] == ("tensorflow 2.13.1 is not in the table (tensorflow 2.14 to 2.21); nearest: 2.14. "
+                                 "Nothing was installed.")
+
+
+def test_tensorflow_releases_follow_the_table():
+    variables = yaml.safe_load((ROOT / "roles" / "tensorflow" / "vars" / "main.yml").read_text())
+    releases = variables["__tensorflow_releases"]
+    assert releases == sorted(COMPAT["tensorflow_build"], key=lambda v: tuple(map(int, v.split("."))), reverse=True)
+
+
+@pytest.mark.parametrize("role, script", [("pytorch", "validate_pytorch.py"), ("tensorflow", "validate_tensorflow.py")])
+def test_validation_script_without_the_framework(role, script, tmp_path):
+    """Run by a Python without the framework, the script says so in JSON and exits 2."""
+    child = subprocess.run([sys.executable, "-I", str(ROOT / "roles" / role / "files" / script)],
+                           check=False, capture_output=True, text=True, cwd=str(tmp_path))
+    try:
+        __import__("torch" if role == "pytorch" else "tensorflow")
+    except ImportError:
+        assert child.returncode == 2
+        facts = json.loads(child.stdout)
+        assert facts["failure"].startswith(("torch cannot be imported", "tensorflow cannot be imported"))
+    else:
+        pytest.skip("the framework is importable here")
+
+
+def test_wheelhouse_pins_follow_the_roles():
+    """tests/sim/wheelhouse.sh reads the pins from the roles' defaults with sed: they must stay one quoted line each."""
+    text = (ROOT / "tests" / "sim" / "wheelhouse.sh").read_text()
+    assert "pin pytorch pytorch_version" in text and "pin tensorflow tensorflow_version" in text
+    for role in ("pytorch", "tensorflow"):
+        lines = [line for line in (ROOT / "roles" / role / "defaults" / "main.yml").read_text().splitlines()
+                 if line.startswith("%s_version:" % role)]
+        assert len(lines) == 1 and lines[0].count('"') == 2, lines
