@@ -6,42 +6,12 @@ mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL path
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from rolevars import Batch
 
-from simnode import COLLECTIONS, ROOT, load_sim_script
+from simnode import ROOT, load_sim_script
 
 ROLE = ROOT / "roles" / "cuda_toolkit"
-
-RENDER = r"""
-import json, sys
-from ansible.errors import AnsibleError
-from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
-
-init_plugin_loader([sys.argv[1]])
-loader = DataLoader()
-results = []
-for case in json.load(sys.stdin):
-    variables = {}
-    for path in case["files"]:
-        variables.update(loader.load_from_file(path, trusted_as_template=True))
-    variables.update(case["variables"])
-    templar = Templar(loader=loader, variables=variables)
-    if "__cuda_toolkit_driver" not in variables:
-        variables["__cuda_toolkit_driver"] = templar.template(trust_as_template("{{ __cuda_toolkit_driver_found }}"))
-        templar = Templar(loader=loader, variables=variables)
-    try:
-        results.append({name: templar.template(trust_as_template("{{ %s }}" % name)) for name in case["names"]})
-    except AnsibleError as error:
-        results.append({"error": str(error)})
-print(json.dumps(results, default=str))
-"""
-
 
 MIRROR = load_sim_script("cudamirror/build.py", "cudamirror_build")
 
@@ -66,33 +36,21 @@ def vars_file(host):
     raise AssertionError("no vars file for %s" % host)
 
 
-def render_many(cases):
-    """cases: (host, overrides, names) -> one dict of rendered names (or {"error": ...}) per case, in one child."""
-    payload = [{"files": [str(ROLE / "defaults" / "main.yml"), str(ROLE / "vars" / "main.yml"), str(vars_file(host))],
-                "variables": {**overrides, "ansible_facts": host}, "names": list(names)}
-               for host, overrides, names in cases]
-    child = subprocess.run([sys.executable, "-c", RENDER, str(COLLECTIONS)], input=json.dumps(payload),
-                           capture_output=True, text=True, check=True, cwd="/")
-    return json.loads(child.stdout.splitlines()[-1])
-
-
-class _Batch:
-    """Every case of this module renders in one child Python (each child takes about a second): the cases are
-    registered while pytest collects the parametrized tests (case() returns a key), the first test renders them all."""
-
-    def __init__(self):
-        self.cases, self.results = [], None
+class _Batch(Batch):
+    """Cases of named variables of the role on a host; the driver found is the one the preflight keeps, unless given."""
 
     def case(self, host, names, **overrides):
-        self.cases.append((host, overrides, tuple(names)))
-        return len(self.cases) - 1
+        files = [ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml", vars_file(host)]
+        found = {"__cuda_toolkit_driver": "{{ __cuda_toolkit_driver_found }}"}
+        if "__cuda_toolkit_driver" in overrides:
+            found = {}
+        return super().case(files, {**overrides, "ansible_facts": host}, [(name, "{{ %s }}" % name) for name in names],
+                            found)
 
     def __getitem__(self, key):
-        if self.results is None:
-            self.results = render_many(self.cases)
-        result = self.results[key]
-        assert "error" not in result, result
-        return {name: value.strip() if isinstance(value, str) else value for name, value in result.items()}
+        result = super().__getitem__(key)
+        assert [value for value in result.values() if isinstance(value, dict) and "error" in value] == [], result
+        return result
 
 
 BATCH = _Batch()

@@ -12,43 +12,10 @@ import sys
 
 import pytest
 import yaml
+from rolevars import Batch, role_files
 
 from ansible_collections.accelops.gpu.plugins.module_utils._cuda_compat import COMPAT
-from simnode import COLLECTIONS, ROOT
-
-RENDER = r"""
-import json, sys
-from ansible.errors import AnsibleError
-from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import init_plugin_loader
-from ansible.template import Templar, trust_as_template
-
-init_plugin_loader([sys.argv[1]])
-loader = DataLoader()
-results = []
-for case in json.load(sys.stdin):
-    variables = {}
-    for path in case["files"]:
-        variables.update(loader.load_from_file(path, trusted_as_template=True))
-    variables.update(case["variables"])
-    variables.update({k: trust_as_template(v) for k, v in case["task_vars"].items()})
-    result = {}
-    for name, text in case["templates"]:
-        templar = Templar(loader=loader, variables=variables)
-        try:
-            result[name] = templar.template(trust_as_template(text))
-        except AnsibleError as error:
-            result[name] = {"error": str(error)}
-            # As the role's rescue sees it.
-            variables["ansible_failed_result"] = {"msg": str(error)}
-    results.append(result)
-print(json.dumps(results, default=str))
-"""
-
-
-def role_files(role):
-    base = ROOT / "roles" / role
-    return [str(base / "defaults" / "main.yml"), str(base / "vars" / "main.yml"), str(base / "vars" / "Debian.yml")]
+from simnode import ROOT
 
 
 def preflight_task(role, name):
@@ -71,24 +38,11 @@ NO_GPU = {"nvidia": {"pynvml_available": False, "driver_loaded": False, "gpu_cou
                      "cuda_driver_version": None, "reason": "nvidia-ml-py (pynvml) is not installed"}}
 
 
-class _Batch:
-    """Every case renders in one child Python (each child takes about a second): the cases are registered while
-    pytest collects the parametrized tests (case() returns a key), the first test renders them all."""
-
-    def __init__(self):
-        self.cases, self.results = [], None
+class _Batch(Batch):
+    """Cases of a framework role on a Debian host with the given GPU facts."""
 
     def case(self, role, facts, templates, task_vars=None, **overrides):
-        self.cases.append({"files": role_files(role), "variables": {**overrides, "ansible_facts": facts},
-                           "task_vars": task_vars or {}, "templates": list(templates)})
-        return len(self.cases) - 1
-
-    def __getitem__(self, key):
-        if self.results is None:
-            child = subprocess.run([sys.executable, "-c", RENDER, str(COLLECTIONS)], input=json.dumps(self.cases),
-                                   capture_output=True, text=True, check=True, cwd="/")
-            self.results = json.loads(child.stdout.splitlines()[-1])
-        return {name: value.strip() if isinstance(value, str) else value for name, value in self.results[key].items()}
+        return super().case(role_files(role), {**overrides, "ansible_facts": facts}, templates, task_vars)
 
 
 BATCH = _Batch()
