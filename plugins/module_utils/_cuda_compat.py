@@ -201,13 +201,18 @@ def cuda_max_for_driver(driver):
     return _dotted(best)
 
 
-def torch_cuda_channel(cuda, torch=None, exact=False):
+def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit"):
     """The PyTorch wheel channel (cu124, ...) for a CUDA version.
 
-    Without torch: over every release in the table. With torch: that release's channels. The answer is the newest
-    channel not newer than the CUDA given (a cuXYZ wheel needs a driver that supports CUDA X.YZ, and runs on any
-    newer one), so CUDA 12.8 with torch 2.5 gives cu124. exact=True asks for the channel of exactly that CUDA.
+    Without torch: over every release in the table. With torch: that release's channels. With compat="toolkit" the
+    answer is the newest channel not newer than the CUDA given (a cuXYZ wheel needs a driver that supports CUDA X.YZ,
+    and runs on any newer one), so CUDA 12.8 with torch 2.5 gives cu124. With compat="minor" every channel of the
+    same CUDA major fits too: the wheels bring their own CUDA runtime, which runs on any driver of its major through
+    CUDA minor version compatibility, so CUDA 12.4 with torch 2.13 gives cu126. exact=True asks for the channel of
+    exactly that CUDA.
     """
+    if compat not in COMPAT_MODES:
+        raise CompatError("compat must be one of %s, got %s" % (", ".join(COMPAT_MODES), _shown(compat)))
     release = _cuda(cuda)[:2]
     if _text(torch) == "":
         channels = sorted({c for cs in COMPAT["torch_channels"].values() for c in cs if c != "cpu"},
@@ -221,7 +226,8 @@ def torch_cuda_channel(cuda, torch=None, exact=False):
                 _text(torch), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
         channels = [c for c in COMPAT["torch_channels"][_dotted(wanted)] if c != "cpu"]
         missing = "torch %s has no wheel for CUDA %s: its channels are" % (_text(torch), _text(cuda))
-    fitting = [c for c in channels if not _newer(_channel_cuda(c), release)]
+    fitting = [c for c in channels if not _newer(_channel_cuda(c), release)
+               or (compat == "minor" and _channel_cuda(c)[0] == release[0])]
     if exact and _channel(release) in channels:
         return _channel(release)
     if fitting and not exact:

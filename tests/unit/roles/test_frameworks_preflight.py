@@ -56,19 +56,27 @@ TORCH = [("channel", "{{ __pytorch_channel }}"), ("pip", "{{ __pytorch_pip_args 
     (BATCH.case("pytorch", NO_GPU, TORCH), "cpu"),
     (BATCH.case("pytorch", nvidia(loaded=False), TORCH), "cpu"),
     (BATCH.case("pytorch", nvidia(gpus=0), TORCH), "cpu"),
-    # The newest channel of the release not newer than the CUDA the driver runs.
+    # The newest channel of the release the driver runs: of its CUDA major through minor version compatibility
+    # (the default), or not newer than the CUDA the driver reports (pytorch_driver_compat toolkit).
     (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), TORCH, pytorch_version="2.5.1"), "cu124"),
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), TORCH), "cu126"),
+    (BATCH.case("pytorch", nvidia(driver="535.104.05", cuda="12.2"), TORCH, pytorch_version="2.8.0"), "cu129"),
     (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.13.0"), "cu126"),
     (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.7.1"), "cu128"),
-    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH), "cu130"),
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.8.0"), "cu129"),
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.8.0", pytorch_driver_compat="toolkit"), "cu128"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH), "cu132"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH, pytorch_driver_compat="toolkit"), "cu130"),
     (BATCH.case("pytorch", nvidia(driver="595.45.04", cuda="13.2"), TORCH), "cu132"),
     # Where NVML gives no CUDA version, the collection's table answers for the driver: 570.124.06 runs CUDA 12.8.
     (BATCH.case("pytorch", nvidia(cuda=None), TORCH, pytorch_version="2.7.1"), "cu128"),
     # The override wins, also on a GPU node.
     (BATCH.case("pytorch", nvidia(), TORCH, pytorch_channel="cpu"), "cpu"),
     (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH, pytorch_channel="CU126"), "cu126"),
-], ids=["no-gpu", "driver-not-loaded", "zero-gpus", "torch2.5-cuda12.4", "torch2.13-cuda12.8", "torch2.7-cuda12.8",
-        "torch2.13-cuda13.0", "torch2.13-cuda13.2", "driver-table", "override-cpu", "override-cu126"])
+], ids=["no-gpu", "driver-not-loaded", "zero-gpus", "torch2.5-cuda12.4", "torch2.13-cuda12.4", "torch2.8-cuda12.2",
+        "torch2.13-cuda12.8", "torch2.7-cuda12.8", "torch2.8-cuda12.8", "torch2.8-cuda12.8-toolkit",
+        "torch2.13-cuda13.0", "torch2.13-cuda13.0-toolkit", "torch2.13-cuda13.2", "driver-table", "override-cpu",
+        "override-cu126"])
 def test_channel(key, channel):
     result = BATCH[key]
     assert result["channel"] == channel
@@ -105,13 +113,16 @@ REFUSED = [("channel", "{{ __pytorch_channel }}"), ("message", REFUSAL["ansible.
 
 
 @pytest.mark.parametrize("key, expected", [
-    # The driver runs CUDA 12.2; torch 2.8's oldest channel is cu126.
-    (BATCH.case("pytorch", nvidia(driver="535.104.05", cuda="12.2"), REFUSED, REFUSAL["vars"], pytorch_version="2.8.0"),
-     ["The NVIDIA driver 535.104.05 runs CUDA up to 12.2", "torch 2.8.0 has no wheel for CUDA 12.2",
+    # The driver runs CUDA 12.2 and, without minor version compatibility, nothing newer; torch 2.8's oldest channel
+    # is cu126.
+    (BATCH.case("pytorch", nvidia(driver="535.104.05", cuda="12.2"), REFUSED, REFUSAL["vars"], pytorch_version="2.8.0",
+                pytorch_driver_compat="toolkit"),
+     ["The NVIDIA driver 535.104.05 runs CUDA up to 12.2, and torch 2.8.0 has no wheel for CUDA 12.2",
       "its channels are cu126, cu128, cu129", "nearest: cu126 (CUDA 12.6)", "Nothing was installed"]),
-    # A CUDA 11 driver and a torch release that left CUDA 11.8 behind.
+    # A CUDA 11 driver and a torch release that left CUDA 11.8 behind: minor version compatibility stays in CUDA 11.
     (BATCH.case("pytorch", nvidia(driver="520.61.05", cuda="11.8"), REFUSED, REFUSAL["vars"]),
-     ["runs CUDA up to 11.8", "torch 2.13.0 has no wheel for CUDA 11.8", "nearest: cu126 (CUDA 12.6)"]),
+     ["runs CUDA up to 11.8 (and CUDA 11 wheels through minor version compatibility)",
+      "torch 2.13.0 has no wheel for CUDA 11.8", "nearest: cu126 (CUDA 12.6)"]),
     # A channel the release does not have, asked for by name.
     (BATCH.case("pytorch", NO_GPU, REFUSED, REFUSAL["vars"], pytorch_channel="cu118"),
      ["pytorch_channel cu118: torch 2.13.0 has no wheel for CUDA 11.8", "its channels are cu126, cu130, cu132",
@@ -121,7 +132,7 @@ REFUSED = [("channel", "{{ __pytorch_channel }}"), ("message", REFUSAL["ansible.
     # A release the table does not know.
     (BATCH.case("pytorch", nvidia(), REFUSED, REFUSAL["vars"], pytorch_version="2.0.1"),
      ["torch 2.0.1 is not in the table (torch 2.1 to 2.13); nearest: 2.1"]),
-], ids=["torch2.8-cuda12.2", "torch2.13-cuda11.8", "channel-cu118", "channel-cu125", "unknown-torch"])
+], ids=["torch2.8-cuda12.2-toolkit", "torch2.13-cuda11.8", "channel-cu118", "channel-cu125", "unknown-torch"])
 def test_refusal_names_both_versions_and_the_nearest(key, expected):
     result = BATCH[key]
     assert "error" in result["channel"]
@@ -133,12 +144,20 @@ def test_refusal_names_both_versions_and_the_nearest(key, expected):
 DRIVER_CHECK = preflight_task("pytorch", "Refuse a CUDA channel the driver cannot run")["ansible.builtin.assert"]
 
 
+CHECKED = [("ok", "{{ %s }}" % DRIVER_CHECK["that"])]
+
+
 @pytest.mark.parametrize("key, allowed", [
-    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), [("ok", "{{ %s }}" % DRIVER_CHECK["that"])],
-                pytorch_channel="cu126", pytorch_version="2.6.0"), False),
-    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), [("ok", "{{ %s }}" % DRIVER_CHECK["that"])],
-                pytorch_channel="cu124", pytorch_version="2.6.0"), True),
-], ids=["cu126-on-550", "cu124-on-550"])
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), CHECKED, pytorch_channel="cu126",
+                pytorch_version="2.6.0", pytorch_driver_compat="toolkit"), False),
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), CHECKED, pytorch_channel="cu126",
+                pytorch_version="2.6.0"), True),
+    (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), CHECKED, pytorch_channel="cu124",
+                pytorch_version="2.6.0", pytorch_driver_compat="toolkit"), True),
+    # Minor version compatibility stays within a CUDA major.
+    (BATCH.case("pytorch", nvidia(driver="570.124.06", cuda="12.8"), CHECKED, pytorch_channel="cu130"), False),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), CHECKED, pytorch_channel="cu132"), True),
+], ids=["cu126-on-550-toolkit", "cu126-on-550-minor", "cu124-on-550", "cu130-on-570", "cu132-on-580"])
 def test_channel_against_driver(key, allowed):
     assert BATCH[key]["ok"] is allowed
 
@@ -146,14 +165,23 @@ def test_channel_against_driver(key, allowed):
 DRIVER_MESSAGE = BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"),
                             [("channel", "{{ __pytorch_channel }}"), ("message", DRIVER_CHECK["fail_msg"])],
                             {"__pytorch_channel_resolved": "{{ __pytorch_channel }}"},
-                            pytorch_channel="cu126", pytorch_version="2.6.0")
+                            pytorch_channel="cu126", pytorch_version="2.6.0", pytorch_driver_compat="toolkit")
+DRIVER_MESSAGE_MINOR = BATCH.case("pytorch", nvidia(driver="570.124.06", cuda="12.8"),
+                                  [("channel", "{{ __pytorch_channel }}"), ("message", DRIVER_CHECK["fail_msg"])],
+                                  {"__pytorch_channel_resolved": "{{ __pytorch_channel }}"}, pytorch_channel="cu130")
 
 
-def test_channel_against_driver_message():
-    message = BATCH[DRIVER_MESSAGE]["message"]
-    for part in ("pytorch_channel cu126 needs a driver that runs CUDA 12.6 (560.28.03 or newer)",
-                 "the NVIDIA driver 550.54.15 runs CUDA up to 12.4", "Nothing was installed"):
-        assert part in message
+@pytest.mark.parametrize("key, parts", [
+    (DRIVER_MESSAGE, ["pytorch_channel cu126 needs a driver that runs CUDA 12.6 (560.28.03 or newer);",
+                      "the NVIDIA driver 550.54.15 runs CUDA up to 12.4:", "Nothing was installed"]),
+    (DRIVER_MESSAGE_MINOR, ["pytorch_channel cu130 needs a driver that runs CUDA 13.0 (580.65.06 or newer, or "
+                            "580 through minor version compatibility);",
+                            "the NVIDIA driver 570.124.06 runs CUDA up to 12.8 and CUDA 12 wheels through minor "
+                            "version compatibility:", "Nothing was installed"]),
+], ids=["toolkit", "minor"])
+def test_channel_against_driver_message(key, parts):
+    message = BATCH[key]["message"]
+    assert [part for part in parts if part not in message] == [], message
     assert "\n" not in message
 
 

@@ -130,6 +130,28 @@ def test_torch_cuda_channel_with_torch(cuda, torch, channel):
 
 
 @pytest.mark.parametrize("cuda, torch, channel", [
+    ("12.4", "2.13.0", "cu126"),  # a CUDA 12 driver runs every CUDA 12 wheel
+    ("12.2", "2.8.0", "cu129"),
+    ("12.8", "2.12.0", "cu126"),
+    ("13.0", "2.13.0", "cu132"),
+    ("13.0", "2.5.1", "cu124"),  # older majors still fit
+    ("12.4", "2.5.1", "cu124"),
+    ("12.0", None, "cu129"),
+])
+def test_torch_cuda_channel_minor_compat(cuda, torch, channel):
+    assert torch_cuda_channel(cuda, torch=torch, compat="minor") == channel
+
+
+def test_torch_cuda_channel_minor_compat_keeps_the_major():
+    message = (r"^torch 2\.13\.0 has no wheel for CUDA 11\.8: its channels are cu126, cu130, cu132; "
+               r"nearest: cu126 \(CUDA 12\.6\)$")
+    with pytest.raises(CompatError, match=message):
+        torch_cuda_channel("11.8", torch="2.13.0", compat="minor")
+    with pytest.raises(CompatError, match=r"^compat must be one of toolkit, minor, got 'major'$"):
+        torch_cuda_channel("12.4", compat="major")
+
+
+@pytest.mark.parametrize("cuda, torch, channel", [
     ("12.4", "2.5.1", "cu124"),
     ("12.8", "2.7.1", "cu128"),
     ("13.0", "2.9.0", "cu130"),
