@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: start a simulated 8-GPU DGX H100 node (Debian 12 container, systemd as PID 1, the dgx-h100 NVML
-# fixture), run playbooks/site.yml against it exactly as against a real server (NVIDIA's repository and the driver
-# come from the local signed mirror, whose driver library package brings the fake NVML), and show what it found.
+# fixture), run playbooks/site.yml against it exactly as against a real server (NVIDIA's repository, the driver and
+# the CUDA toolkit come from the local signed mirror, whose driver library package brings the fake NVML; PyTorch and
+# TensorFlow from the local wheelhouse, as their CPU builds: the fake NVML runs no CUDA code), and show what it found.
 # The node keeps running afterwards for a look around (`docker exec -it accelops-demo-dgx-h100 bash`);
 # the next `make demo` replaces it.
 set -euo pipefail
@@ -20,6 +21,8 @@ if ls "$root"/build/mirror/cuda/repos/debian12/x86_64/libnvidia-ml1_"$loaded"-1_
 else
   branch=550 version=""
 fi
+# The mirror's CUDA toolkits are 12.4 and 12.8; driver 550 runs up to 12.4.
+if [ "$branch" = 550 ]; then cuda=12.4; else cuda=12.8; fi
 
 mkdir -p "$work" "$root/build/collections/ansible_collections/accelops"
 ln -sfn "$root" "$root/build/collections/ansible_collections/accelops/gpu"
@@ -49,6 +52,14 @@ all:
     cuda_repo_key_name: $(tr 'A-F' 'a-f' <<<"${key: -8}").pub
     nvidia_driver_branch: "$branch"
     nvidia_driver_version: "$version"
+    cuda_toolkit_versions: ["$cuda"]
+    # The frameworks' CPU builds from the local wheelhouse only (tests/sim/wheelhouse.sh fills it).
+    pytorch_channel: cpu
+    pytorch_index_url: ""
+    pytorch_find_links: ["$mirror/wheelhouse/"]
+    tensorflow_variant: cpu
+    tensorflow_index_url: ""
+    tensorflow_find_links: ["$mirror/wheelhouse/"]
 YAML
 
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
