@@ -6,4 +6,5 @@ mkdir -p "$root/build/demo"
 "$root/tests/sim/demo.sh" >"$root/build/demo/bench-setup.log" 2>&1 || { tail -n 30 "$root/build/demo/bench-setup.log"; exit 1; }
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
 python "$root/bench/gpu_facts.py" "$@"
-python "$root/bench/driver_rerun.py"
+python "$root/bench/role_rerun.py" driver
+python "$root/bench/role_rerun.py" stack

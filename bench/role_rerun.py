@@ -1,8 +1,11 @@
-"""Benchmark: an idempotent re-run of cuda_repo and nvidia_driver on a converged simulated node (the one `make demo`
-starts), against one `ansible -m ping` round trip to the same node. Figures go into docs/performance.md; nothing here
-is a test, but a re-run that changes anything stops the benchmark.
+"""Benchmark: an idempotent re-run of a set of roles on a converged simulated node (the one `make demo` starts),
+against one `ansible -m ping` round trip to the same node. Figures go into docs/performance.md; nothing here is a test,
+but a re-run that changes anything stops the benchmark.
 
-Usage: python bench/driver_rerun.py [--runs N] [--node NAME] [--inventory PATH]
+  driver: cuda_repo and nvidia_driver (bench/driver-rerun.yml)
+  stack:  cuda_toolkit, pytorch and tensorflow, validation included (bench/stack-rerun.yml)
+
+Usage: python bench/role_rerun.py {driver,stack} [--runs N] [--node NAME] [--inventory PATH]
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLAYBOOK = ROOT / "bench" / "driver-rerun.yml"
+PLAYBOOKS = {"driver": ROOT / "bench" / "driver-rerun.yml", "stack": ROOT / "bench" / "stack-rerun.yml"}
 RECAP = re.compile(r"ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)")
 
 
@@ -29,8 +32,8 @@ def timed(command):
     return elapsed, out.stdout
 
 
-def rerun(node, inventory):
-    elapsed, stdout = timed(["ansible-playbook", "-i", str(inventory), "--limit", node, str(PLAYBOOK)])
+def rerun(playbook, node, inventory):
+    elapsed, stdout = timed(["ansible-playbook", "-i", str(inventory), "--limit", node, str(playbook)])
     ok, changed, unreachable, failed, skipped = map(int, RECAP.findall(stdout)[-1])
     if changed or unreachable or failed:
         raise SystemExit("not idempotent (changed=%d failed=%d):\n%s" % (changed, failed, stdout[-3000:]))
@@ -39,25 +42,27 @@ def rerun(node, inventory):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("roles", choices=sorted(PLAYBOOKS))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--node", default="accelops-demo-dgx-h100")
     parser.add_argument("--inventory", default=str(ROOT / "build" / "demo" / "inventory.yml"))
     args = parser.parse_args()
     ping = ["ansible", args.node, "-i", args.inventory, "-m", "ansible.builtin.ping", "-o"]
     timed(ping)  # warm caches (AnsiballZ payloads, Python bytecode on the node)
-    rerun(args.node, args.inventory)
+    playbook = PLAYBOOKS[args.roles]
+    rerun(playbook, args.node, args.inventory)
     pings, reruns, tasks = [], [], set()
     for _run in range(args.runs):  # interleaved, so both see the same machine load
         pings.append(timed(ping)[0])
-        elapsed, ok, skipped = rerun(args.node, args.inventory)
+        elapsed, ok, skipped = rerun(playbook, args.node, args.inventory)
         reruns.append(elapsed)
         tasks.add((ok, skipped))
     ping_s, rerun_s = statistics.median(pings), statistics.median(reruns)
     (ok, skipped), = tasks
-    results = {"runs": args.runs, "changed": 0, "tasks_ran": ok, "tasks_skipped": skipped,
+    results = {"roles": args.roles, "runs": args.runs, "changed": 0, "tasks_ran": ok, "tasks_skipped": skipped,
                "ping_median_s": round(ping_s, 3), "rerun_median_s": round(rerun_s, 3),
                "ratio": round(rerun_s / ping_s, 1)}
-    out = ROOT / "build" / "bench" / "driver_rerun.json"
+    out = ROOT / "build" / "bench" / ("%s_rerun.json" % args.roles)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
