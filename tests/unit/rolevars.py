@@ -3,7 +3,7 @@
 The roles' variables call the collection's filters (accelops.gpu.*), which only Ansible's collection loader finds by
 their FQCN; a pytest process has already imported the collection's Python directly, so the rendering runs in a child
 Python. Each child takes about a second, so a test module registers all its cases while pytest collects its
-parametrized tests (Batch.case returns a key) and the first test that asks renders them all in one child.
+parametrized tests (Batch.add returns a key) and the first test that asks renders them all in one child.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Batch:
     def __init__(self):
         self.cases, self.results = [], None
 
-    def case(self, files, variables, templates, task_vars=None):
+    def add(self, files, variables, templates, task_vars=None):
         """templates: (name, template text) pairs; returns the key of the case's results."""
         self.cases.append({"files": [str(path) for path in files], "variables": variables,
                            "task_vars": task_vars or {}, "templates": list(templates)})

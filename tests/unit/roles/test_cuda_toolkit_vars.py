@@ -44,8 +44,8 @@ class _Batch(Batch):
         found = {"__cuda_toolkit_driver": "{{ __cuda_toolkit_driver_found }}"}
         if "__cuda_toolkit_driver" in overrides:
             found = {}
-        return super().case(files, {**overrides, "ansible_facts": host}, [(name, "{{ %s }}" % name) for name in names],
-                            found)
+        templates = [(name, "{{ %s }}" % name) for name in names]
+        return self.add(files, {**overrides, "ansible_facts": host}, templates, found)
 
     def __getitem__(self, key):
         result = super().__getitem__(key)

@@ -42,7 +42,7 @@ class _Batch(Batch):
     """Cases of a framework role on a Debian host with the given GPU facts."""
 
     def case(self, role, facts, templates, task_vars=None, **overrides):
-        return super().case(role_files(role), {**overrides, "ansible_facts": facts}, templates, task_vars)
+        return self.add(role_files(role), {**overrides, "ansible_facts": facts}, templates, task_vars)
 
 
 BATCH = _Batch()
