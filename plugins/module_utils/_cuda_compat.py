@@ -204,12 +204,12 @@ def cuda_max_for_driver(driver):
 def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit"):
     """The PyTorch wheel channel (cu124, ...) for a CUDA version.
 
-    Without torch: over every release in the table. With torch: that release's channels. With compat="toolkit" the
-    answer is the newest channel not newer than the CUDA given (a cuXYZ wheel needs a driver that supports CUDA X.YZ,
-    and runs on any newer one), so CUDA 12.8 with torch 2.5 gives cu124. With compat="minor" every channel of the
-    same CUDA major fits too: the wheels bring their own CUDA runtime, which runs on any driver of its major through
-    CUDA minor version compatibility, so CUDA 12.4 with torch 2.13 gives cu126. exact=True asks for the channel of
-    exactly that CUDA.
+    Without torch: over every release in the table. With torch: that release's channels. The answer is the newest
+    channel not newer than the CUDA given (a cuXYZ wheel needs a driver that supports CUDA X.YZ, and runs on any
+    newer one), so CUDA 12.8 with torch 2.5 gives cu124. Where there is none, compat="minor" takes the nearest newer
+    channel of the same CUDA major: the wheels bring their own CUDA runtime, which runs on any driver of its major
+    through CUDA minor version compatibility, so CUDA 12.4 with torch 2.13 gives cu126 (and CUDA 13.0 with torch 2.13
+    still cu130, not the newer cu132). exact=True asks for the channel of exactly that CUDA.
     """
     if compat not in COMPAT_MODES:
         raise CompatError("compat must be one of %s, got %s" % (", ".join(COMPAT_MODES), _shown(compat)))
@@ -226,12 +226,14 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit"):
                 _text(torch), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
         channels = [c for c in COMPAT["torch_channels"][_dotted(wanted)] if c != "cpu"]
         missing = "torch %s has no wheel for CUDA %s: its channels are" % (_text(torch), _text(cuda))
-    fitting = [c for c in channels if not _newer(_channel_cuda(c), release)
-               or (compat == "minor" and _channel_cuda(c)[0] == release[0])]
+    fitting = [c for c in channels if not _newer(_channel_cuda(c), release)]
     if exact and _channel(release) in channels:
         return _channel(release)
     if fitting and not exact:
         return fitting[-1]
+    minor = [c for c in channels if _channel_cuda(c)[0] == release[0] and _newer(_channel_cuda(c), release)]
+    if minor and compat == "minor" and not exact:
+        return minor[0]
     nearest = fitting[-1] if fitting else channels[0]
     raise CompatError("%s %s; nearest: %s" % (missing, ", ".join(channels), _describe(nearest)))
 

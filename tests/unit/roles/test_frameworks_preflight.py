@@ -56,16 +56,16 @@ TORCH = [("channel", "{{ __pytorch_channel }}"), ("pip", "{{ __pytorch_pip_args 
     (BATCH.case("pytorch", NO_GPU, TORCH), "cpu"),
     (BATCH.case("pytorch", nvidia(loaded=False), TORCH), "cpu"),
     (BATCH.case("pytorch", nvidia(gpus=0), TORCH), "cpu"),
-    # The newest channel of the release the driver runs: of its CUDA major through minor version compatibility
-    # (the default), or not newer than the CUDA the driver reports (pytorch_driver_compat toolkit).
+    # The newest channel of the release not newer than the CUDA the driver reports; where there is none, the nearest
+    # newer one of the same CUDA major through minor version compatibility (unless pytorch_driver_compat toolkit).
     (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), TORCH, pytorch_version="2.5.1"), "cu124"),
     (BATCH.case("pytorch", nvidia(driver="550.54.15", cuda="12.4"), TORCH), "cu126"),
-    (BATCH.case("pytorch", nvidia(driver="535.104.05", cuda="12.2"), TORCH, pytorch_version="2.8.0"), "cu129"),
+    (BATCH.case("pytorch", nvidia(driver="535.104.05", cuda="12.2"), TORCH, pytorch_version="2.8.0"), "cu126"),
     (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.13.0"), "cu126"),
     (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.7.1"), "cu128"),
-    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.8.0"), "cu129"),
+    (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.8.0"), "cu128"),
     (BATCH.case("pytorch", nvidia(), TORCH, pytorch_version="2.8.0", pytorch_driver_compat="toolkit"), "cu128"),
-    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH), "cu132"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH), "cu130"),
     (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH, pytorch_driver_compat="toolkit"), "cu130"),
     (BATCH.case("pytorch", nvidia(driver="595.45.04", cuda="13.2"), TORCH), "cu132"),
     # Where NVML gives no CUDA version, the collection's table answers for the driver: 570.124.06 runs CUDA 12.8.

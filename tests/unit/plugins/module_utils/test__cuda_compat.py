@@ -130,13 +130,14 @@ def test_torch_cuda_channel_with_torch(cuda, torch, channel):
 
 
 @pytest.mark.parametrize("cuda, torch, channel", [
-    ("12.4", "2.13.0", "cu126"),  # a CUDA 12 driver runs every CUDA 12 wheel
-    ("12.2", "2.8.0", "cu129"),
+    ("12.4", "2.13.0", "cu126"),  # no channel up to 12.4: the nearest newer CUDA 12 one
+    ("12.2", "2.8.0", "cu126"),  # cu126, cu128, cu129 all run; the nearest to the driver's CUDA
     ("12.8", "2.12.0", "cu126"),
-    ("13.0", "2.13.0", "cu132"),
+    ("13.0", "2.13.0", "cu130"),  # a channel up to the driver's CUDA wins over the newer cu132
     ("13.0", "2.5.1", "cu124"),  # older majors still fit
     ("12.4", "2.5.1", "cu124"),
-    ("12.0", None, "cu129"),
+    ("12.0", None, "cu118"),
+    ("12.0", "2.13.0", "cu126"),
 ])
 def test_torch_cuda_channel_minor_compat(cuda, torch, channel):
     assert torch_cuda_channel(cuda, torch=torch, compat="minor") == channel
