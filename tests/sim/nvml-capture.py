@@ -45,6 +45,14 @@ class Capture:
             self.put(key, value)
         return value
 
+    def fields(self, key, call, *args, parts):
+        """One NVML answer written as several keys: parts maps each key to the function that takes it out."""
+        answer = self.ask(key, call, *args)
+        if answer:
+            for name, part in parts.items():
+                self.put(name, part(answer))
+        return answer
+
 
 def text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -59,21 +67,17 @@ def capture_gpu(cap, index, handle):
     cap.field(g + "vbios_version", "nvmlDeviceGetVbiosVersion", handle, convert=text)
     cap.field(g + "board_part_number", "nvmlDeviceGetBoardPartNumber", handle, convert=text)
     cap.field(g + "architecture", "nvmlDeviceGetArchitecture", handle)
-    capability = cap.ask(g + "cc", "nvmlDeviceGetCudaComputeCapability", handle)
-    if capability:
-        cap.put(g + "cc_major", capability[0])
-        cap.put(g + "cc_minor", capability[1])
-    pci = cap.ask(g + "pci", "nvmlDeviceGetPciInfo_v3", handle)
-    if pci:
-        cap.put(g + "pci.bus_id", text(pci.busId))
-        cap.put(g + "pci.device_id", "0x%08X" % pci.pciDeviceId)
-        cap.put(g + "pci.subsystem_id", "0x%08X" % pci.pciSubSystemId)
+    cap.fields(g + "cc", "nvmlDeviceGetCudaComputeCapability", handle,
+               parts={g + "cc_major": lambda cc: cc[0], g + "cc_minor": lambda cc: cc[1]})
+    cap.fields(g + "pci", "nvmlDeviceGetPciInfo_v3", handle,
+               parts={g + "pci.bus_id": lambda pci: text(pci.busId),
+                      g + "pci.device_id": lambda pci: "0x%08X" % pci.pciDeviceId,
+                      g + "pci.subsystem_id": lambda pci: "0x%08X" % pci.pciSubSystemId})
     cap.field(g + "numa_node", "nvmlDeviceGetNumaNodeId", handle)
 
-    memory = cap.ask(g + "memory", "nvmlDeviceGetMemoryInfo", handle)
-    if memory:
-        cap.put(g + "memory.total_mib", memory.total // MIB)
-        cap.put(g + "memory.used_mib", memory.used // MIB)
+    cap.fields(g + "memory", "nvmlDeviceGetMemoryInfo", handle,
+               parts={g + "memory.total_mib": lambda memory: memory.total // MIB,
+                      g + "memory.used_mib": lambda memory: memory.used // MIB})
     for threshold, name in enumerate(("shutdown_c", "slowdown_c", "mem_max_c", "gpu_max_c")):
         cap.field(g + "temperature." + name, "nvmlDeviceGetTemperatureThreshold", handle, threshold)
     cap.field(g + "temperature_c", "nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU)
@@ -84,30 +88,25 @@ def capture_gpu(cap, index, handle):
     if enforced is not None and enforced != limit:
         cap.put(g + "power.enforced_mw", enforced)
     cap.field(g + "power.default_mw", "nvmlDeviceGetPowerManagementDefaultLimit", handle)
-    constraints = cap.ask(g + "power.min_mw", "nvmlDeviceGetPowerManagementLimitConstraints", handle)
-    if constraints:
-        cap.put(g + "power.min_mw", constraints[0])
-        cap.put(g + "power.max_mw", constraints[1])
+    cap.fields(g + "power.min_mw", "nvmlDeviceGetPowerManagementLimitConstraints", handle,
+               parts={g + "power.min_mw": lambda limits: limits[0], g + "power.max_mw": lambda limits: limits[1]})
 
-    utilization = cap.ask(g + "utilization", "nvmlDeviceGetUtilizationRates", handle)
-    if utilization:
-        cap.put(g + "utilization.gpu", utilization.gpu)
-        cap.put(g + "utilization.memory", utilization.memory)
+    cap.fields(g + "utilization", "nvmlDeviceGetUtilizationRates", handle,
+               parts={g + "utilization.gpu": lambda rates: rates.gpu,
+                      g + "utilization.memory": lambda rates: rates.memory})
     cap.field(g + "persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
     cap.field(g + "compute_mode", "nvmlDeviceGetComputeMode", handle)
 
-    ecc = cap.ask(g + "ecc", "nvmlDeviceGetEccMode", handle)
+    ecc = cap.fields(g + "ecc", "nvmlDeviceGetEccMode", handle,
+                     parts={g + "ecc.current": lambda mode: mode[0], g + "ecc.pending": lambda mode: mode[1]})
     if ecc:
-        cap.put(g + "ecc.current", ecc[0])
-        cap.put(g + "ecc.pending", ecc[1])
         for counter, counter_name in enumerate(("volatile", "aggregate")):
             for error, error_name in enumerate(("corrected", "uncorrected")):
                 cap.field("%secc.%s.%s" % (g, counter_name, error_name), "nvmlDeviceGetTotalEccErrors", handle, error,
                           counter)
-    rows = cap.ask(g + "remapped", "nvmlDeviceGetRemappedRows", handle)
-    if rows:
-        for name, value in zip(("correctable", "uncorrectable", "pending", "failure"), rows):
-            cap.put(g + "remapped." + name, int(value))
+    cap.fields(g + "remapped", "nvmlDeviceGetRemappedRows", handle,
+               parts={g + "remapped." + name: (lambda rows, i=i: int(rows[i]))
+                      for i, name in enumerate(("correctable", "uncorrectable", "pending", "failure"))})
     cap.field(g + "retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus", handle)
 
     reasons = cap.ask(g + "clocks_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons", handle)
@@ -136,10 +135,8 @@ def capture_gpu(cap, index, handle):
     for fan in range(fans or 0):
         cap.field("%sfan.%d.speed_pct" % (g, fan), "nvmlDeviceGetFanSpeed_v2", handle, fan)
 
-    mig = cap.ask(g + "mig", "nvmlDeviceGetMigMode", handle)
-    if mig:
-        cap.put(g + "mig.current", mig[0])
-        cap.put(g + "mig.pending", mig[1])
+    if cap.fields(g + "mig", "nvmlDeviceGetMigMode", handle,
+                  parts={g + "mig.current": lambda mode: mode[0], g + "mig.pending": lambda mode: mode[1]}):
         cap.field(g + "mig.max_devices", "nvmlDeviceGetMaxMigDeviceCount", handle)
 
     capture_nvlinks(cap, g, handle)
