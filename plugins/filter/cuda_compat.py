@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""CUDA, driver, PyTorch and TensorFlow compatibility filters; each filter is documented in its own <name>.yml."""
+"""CUDA, driver, PyTorch, TensorFlow and Horovod compatibility filters, each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ cuda_min_driver = _filter(_cuda_compat.cuda_min_driver)
 cuda_max_for_driver = _filter(_cuda_compat.cuda_max_for_driver)
 torch_cuda_channel = _filter(_cuda_compat.torch_cuda_channel)
 tensorflow_build = _filter(_cuda_compat.tensorflow_build)
+horovod_limit = _filter(_cuda_compat.horovod_limit)
 
 
 class FilterModule:
@@ -38,4 +39,5 @@ class FilterModule:
             "cuda_max_for_driver": cuda_max_for_driver,
             "torch_cuda_channel": torch_cuda_channel,
             "tensorflow_build": tensorflow_build,
+            "horovod_limit": horovod_limit,
         }

@@ -68,6 +68,21 @@ COMPAT = {
         "2.20": {"cuda": "12.5", "cudnn": "9.3"},  # tensorflow-2.20.0 (unconfirmed, see above)
         "2.21": {"cuda": "12.5", "cudnn": "9.3"},  # tensorflow-2.21.0
     },
+    # The first framework release a Horovod release does not build against (pip source build on Linux), with why.
+    # A row holds for its Horovod major.minor and every older release; newer Horovod releases have no known limit.
+    "horovod_limits": {
+        # Horovod 0.28.1 (June 2023) is its newest release on PyPI.
+        "0.28": {
+            # It compiles its PyTorch extension as C++14; torch 2.1 made C++17 a requirement (horovod/horovod#3996,
+            # fixed on Horovod's main branch by #3998, in no release). Measured on Debian 12 with g++ 12: torch
+            # 2.13.0 stops with "C++17 or later compatible compiler is required to use PyTorch".
+            "torch": ["2.1", "torch 2.1 and newer need a C++17 build, which no Horovod release makes"],
+            # TensorFlow 2.16 moved to Keras 3, which Horovod's TensorFlow and Keras integrations do not support
+            # (horovod/horovod#4290, open). Measured on Debian 12 with g++ 12: tensorflow-cpu 2.21.0 stops at a
+            # header TensorFlow's wheel does not ship (highwayhash/arch_specific.h).
+            "tensorflow": ["2.16", "tensorflow 2.16 and newer bring Keras 3, which no Horovod release supports"],
+        },
+    },
 }
 
 COMPAT_MODES = ("toolkit", "minor")
@@ -130,7 +145,7 @@ def _release(value, what):
     text = _text(value).split("+", 1)[0]
     if not _NUMERIC.match(text) or "." not in text:
         raise CompatError("%s %s is not a version: expected major.minor[.patch], e.g. %s" % (
-            what, _shown(value), "2.5.1" if what == "torch" else "2.16.1"))
+            what, _shown(value), {"torch": "2.5.1", "horovod": "0.28.1"}.get(what, "2.16.1")))
     return _key(text)[:2]
 
 
@@ -246,3 +261,22 @@ def tensorflow_build(tf_version):
         raise CompatError("tensorflow %s is not in the table (tensorflow %s to %s); nearest: %s" % (
             _text(tf_version), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
     return dict(COMPAT["tensorflow_build"][_dotted(wanted)])
+
+
+HOROVOD_FRAMEWORKS = ("torch", "tensorflow")
+
+
+def horovod_limit(horovod, framework):
+    """The first release of framework ("torch" or "tensorflow") that a Horovod release does not build against.
+
+    "0.28.1", "torch" -> {"below": "2.1", "why": "torch 2.1 and newer need a C++17 build, ..."}: Horovod 0.28.1
+    builds against torch older than 2.1 only. A Horovod release newer than every row gives {} (no known limit).
+    """
+    if framework not in HOROVOD_FRAMEWORKS:
+        raise CompatError("framework must be one of %s, got %s" % (", ".join(HOROVOD_FRAMEWORKS), _shown(framework)))
+    release = _release(horovod, "horovod")
+    for row in _known("horovod_limits"):
+        if not _newer(release, row):
+            below, why = COMPAT["horovod_limits"][_dotted(row)][framework]
+            return {"below": below, "why": why}
+    return {}

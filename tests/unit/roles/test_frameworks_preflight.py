@@ -18,15 +18,15 @@ from ansible_collections.accelops.gpu.plugins.module_utils._cuda_compat import C
 from simnode import ROOT
 
 
-def preflight_task(role, name):
-    """The task called name in the role's preflight.yml, inside blocks and rescues too."""
-    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / "preflight.yml").read_text())
+def preflight_task(role, name, tasks_file="preflight.yml"):
+    """The task called name in the role's preflight.yml (or another tasks file), inside blocks and rescues too."""
+    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / tasks_file).read_text())
     while tasks:
         task = tasks.pop(0)
         if task.get("name") == name:
             return task
         tasks.extend(task.get("block", []) + task.get("rescue", []))
-    raise AssertionError("no task %r in %s's preflight" % (name, role))
+    raise AssertionError("no task %r in %s's %s" % (name, role, tasks_file))
 
 
 def nvidia(gpus=8, driver="570.124.06", cuda="12.8", loaded=True):
@@ -239,6 +239,100 @@ def test_tensorflow_releases_follow_the_table():
     variables = yaml.safe_load((ROOT / "roles" / "tensorflow" / "vars" / "main.yml").read_text())
     releases = variables["__tensorflow_releases"]
     assert releases == sorted(COMPAT["tensorflow_build"], key=lambda v: tuple(map(int, v.split("."))), reverse=True)
+
+
+HOROVOD_TASK = {role: preflight_task(role, "Refuse a Horovod release that does not build against %s {{ %s_version }}"
+                                     % (framework, role))
+                for role, framework in (("pytorch", "torch"), ("tensorflow", "tensorflow"))}
+
+
+def horovod_case(role, **overrides):
+    task = HOROVOD_TASK[role]
+    check = task["ansible.builtin.assert"]
+    return BATCH.case(role, NO_GPU, [("ok", "{{ %s }}" % check["that"]), ("message", check["fail_msg"]),
+                                     ("requirement", "{{ __%s_horovod_requirement }}" % role)],
+                      task["vars"], **{"%s_horovod" % role: True, **overrides})
+
+
+@pytest.mark.parametrize("key, allowed, requirement", [
+    # Horovod 0.28.1, its newest release, builds against neither framework's default.
+    (horovod_case("pytorch"), False, "horovod==0.28.1"),
+    (horovod_case("tensorflow"), False, "horovod==0.28.1"),
+    # It does against older releases.
+    (horovod_case("pytorch", pytorch_version="2.0.1"), True, "horovod==0.28.1"),
+    (horovod_case("tensorflow", tensorflow_version="2.15.1"), True, "horovod==0.28.1"),
+    # A source of the site's own is built as given; a release newer than the table has no known limit.
+    (horovod_case("pytorch", pytorch_horovod_source="horovod @ https://mirror.example.com/horovod-main.tar.gz"), True,
+     "horovod @ https://mirror.example.com/horovod-main.tar.gz"),
+    (horovod_case("tensorflow", tensorflow_horovod_version="0.29.0"), True, "horovod==0.29.0"),
+    # Without Horovod asked for there is nothing to check.
+    (horovod_case("pytorch", pytorch_horovod=False), True, "horovod==0.28.1"),
+], ids=["torch-2.13", "tf-2.21", "torch-2.0", "tf-2.15", "torch-source", "tf-newer-horovod", "not-asked"])
+def test_horovod_release_against_the_framework(key, allowed, requirement):
+    result = BATCH[key]
+    assert result["ok"] is allowed
+    assert result["requirement"] == requirement
+    # Ansible renders an assert's fail_msg before it checks: it must render where the check passes too.
+    assert isinstance(result["message"], str), result["message"]
+
+
+@pytest.mark.parametrize("key, parts", [
+    (horovod_case("pytorch"), ["pytorch_horovod: Horovod 0.28.1 does not build against torch 2.13.0 (torch 2.1 and "
+                               "newer need a C++17 build, which no Horovod release makes; it builds against torch "
+                               "older than 2.1)", "Set pytorch_horovod_source", "choose a pytorch_version older than "
+                               "2.1", "Nothing was installed."]),
+    (horovod_case("tensorflow"), ["tensorflow_horovod: Horovod 0.28.1 does not build against tensorflow 2.21.0 "
+                                  "(tensorflow 2.16 and newer bring Keras 3", "older than 2.16)",
+                                  "Set tensorflow_horovod_source", "Nothing was installed."]),
+], ids=["torch", "tensorflow"])
+def test_horovod_refusal_message(key, parts):
+    message = BATCH[key]["message"]
+    assert [part for part in parts if part not in message] == [], message
+    assert "\n" not in message
+
+
+# What ansible.builtin.pip returns for a failed build: the command and one msg of pip's stdout and stderr. The lines
+# are from Horovod 0.28.1 builds against torch 2.13.0 and tensorflow-cpu 2.21.0 on Debian 12 (g++ 12).
+PIP_FAILED = """stdout: Building wheels for collected packages: horovod
+  Building wheel for horovod (setup.py): finished with status 'error'
+  error: subprocess-exited-with-error
+  \u00d7 python setup.py bdist_wheel did not run successfully.
+      [ 97%%] Building CXX object horovod/%s/CMakeFiles/%s.dir/mpi_ops%s.cc.o
+      %s
+      subprocess.CalledProcessError: Command '['cmake', '--build', '.']' returned non-zero exit status 2.
+  ERROR: Failed building wheel for horovod
+ERROR: Could not build wheels for horovod, which is required to install pyproject.toml-based projects
+"""
+TORCH_ERROR = ("/opt/accelops-gpu/pytorch/lib/python3.11/site-packages/torch/include/torch/csrc/api/include/torch/"
+               "all.h:5:2: error: #error C++17 or later compatible compiler is required to use PyTorch.")
+TF_ERROR = ("/opt/accelops-gpu/tensorflow/lib/python3.11/site-packages/tensorflow/include/xla/printer.h:29:10: fatal "
+            "error: highwayhash/arch_specific.h: No such file or directory")
+BUILD_FAILED = {role: preflight_task(role, "Stop where Horovod did not build", "horovod.yml")["ansible.builtin.fail"]
+                for role in ("pytorch", "tensorflow")}
+
+
+def build_failure(role, msg):
+    return BATCH.case(role, NO_GPU, [("message", BUILD_FAILED[role]["msg"])],
+                      **{"__%s_horovod_build" % role: {"cmd": ["pip"], "msg": msg, "failed_when_result": False}})
+
+
+@pytest.mark.parametrize("key, parts", [
+    (build_failure("pytorch", PIP_FAILED % ("torch", "pytorch", "_v2", TORCH_ERROR)),
+     ["Horovod (horovod==0.28.1) did not build against torch 2.13.0: " + TORCH_ERROR + " The rest of "
+      "/opt/accelops-gpu/pytorch is installed; Horovod is not.", "run with -v"]),
+    (build_failure("tensorflow", PIP_FAILED % ("tensorflow", "tensorflow", "", TF_ERROR)),
+     ["Horovod (horovod==0.28.1) did not build against tensorflow 2.21.0: " + TF_ERROR + ".",
+      "The rest of /opt/accelops-gpu/tensorflow is installed"]),
+    # No compiler ran: pip's last line says why.
+    (build_failure("pytorch", "stdout: Looking in links: /srv/wheels\n\n:stderr: ERROR: Could not find a version "
+                              "that satisfies the requirement horovod==0.28.1 (from versions: none)\nERROR: No "
+                              "matching distribution found for horovod==0.28.1\n"),
+     ["did not build against torch 2.13.0: ERROR: No matching distribution found for horovod==0.28.1. The rest"]),
+], ids=["torch-cxx17", "tensorflow-header", "no-compiler-error"])
+def test_horovod_build_failure_in_one_line(key, parts):
+    message = BATCH[key]["message"]
+    assert [part for part in parts if part not in message] == [], message
+    assert "\n" not in message and "subprocess-exited-with-error" not in message and ".." not in message
 
 
 @pytest.mark.parametrize("role, script", [("pytorch", "validate_pytorch.py"), ("tensorflow", "validate_tensorflow.py")])

@@ -11,12 +11,13 @@ from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
     FilterModule,
     cuda_max_for_driver,
     cuda_min_driver,
+    horovod_limit,
     tensorflow_build,
     torch_cuda_channel,
 )
 from simnode import COLLECTIONS
 
-NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build"}
+NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build", "horovod_limit"}
 
 
 def test_filters_are_registered():
@@ -31,6 +32,7 @@ def test_filters_return_the_table_values():
     assert cuda_max_for_driver("570.124.06") == "12.8"
     assert torch_cuda_channel("12.8", torch="2.5.1") == "cu124"
     assert tensorflow_build("2.16.1") == {"cuda": "12.3", "cudnn": "8.9"}
+    assert horovod_limit("0.28.1", "torch")["below"] == "2.1"
 
 
 @pytest.mark.parametrize("call, message", [
@@ -40,6 +42,7 @@ def test_filters_return_the_table_values():
      r"^torch_cuda_channel: torch 2\.5\.1 has no wheel for CUDA 12\.8: its channels are cu118, cu121, cu124; "
      r"nearest: cu124 \(CUDA 12\.4\)$"),
     (lambda: tensorflow_build("banana"), r"^tensorflow_build: tensorflow 'banana' is not a version"),
+    (lambda: horovod_limit("0.28.1", "jax"), r"^horovod_limit: framework must be one of torch, tensorflow"),
 ])
 def test_errors_become_ansible_filter_errors(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
@@ -80,6 +83,8 @@ TEMPLATES = [
     ("{{ ('2.18.0' | accelops.gpu.tensorflow_build).cuda | accelops.gpu.cuda_min_driver }}", "555.42.02"),
     ("{{ '2.16.1' | accelops.gpu.tensorflow_build }}", {"cuda": "12.3", "cudnn": "8.9"}),
     ("{{ ansible_facts.nvidia.driver_version is version('12.4' | accelops.gpu.cuda_min_driver, '>=') }}", True),
+    ("{{ torch_version is version(('0.28.1' | accelops.gpu.horovod_limit('torch')).below, '<') }}", False),
+    ("{{ '0.29.0' | accelops.gpu.horovod_limit('tensorflow') }}", {}),
     ("{{ ansible_facts.nvidia.driver_version is version('12.8' | accelops.gpu.cuda_min_driver, '>=') }}", False),
 ]
 FAILING = {

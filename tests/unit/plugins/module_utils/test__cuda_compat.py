@@ -8,6 +8,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils._cuda_compat import (
     CompatError,
     cuda_max_for_driver,
     cuda_min_driver,
+    horovod_limit,
     tensorflow_build,
     torch_cuda_channel,
 )
@@ -183,7 +184,28 @@ def test_tensorflow_build_returns_a_copy():
     assert tensorflow_build("2.18.0") == {"cuda": "12.5", "cudnn": "9.3"}
 
 
+@pytest.mark.parametrize("horovod, framework, below", [
+    # Horovod 0.28.1, its newest release, and every older one: torch before 2.1, tensorflow before 2.16.
+    ("0.28.1", "torch", "2.1"),
+    ("0.28.1", "tensorflow", "2.16"),
+    ("0.28.0", "torch", "2.1"),
+    ("0.27.0", "tensorflow", "2.16"),
+    ("0.28", "torch", "2.1"),
+])
+def test_horovod_limit(horovod, framework, below):
+    limit = horovod_limit(horovod, framework)
+    assert limit["below"] == below
+    assert limit["why"].startswith("%s %s and newer " % (framework, below))
+
+
+def test_horovod_releases_newer_than_the_table_have_no_known_limit():
+    assert horovod_limit("0.29.0", "torch") == {}
+    assert horovod_limit("1.0", "tensorflow") == {}
+
+
 @pytest.mark.parametrize("call, message", [
+    (lambda: horovod_limit("0.28.1", "mxnet"), r"^framework must be one of torch, tensorflow, got 'mxnet'$"),
+    (lambda: horovod_limit("latest", "torch"), r"^horovod 'latest' is not a version: .* e\.g\. 0\.28\.1$"),
     # unknown CUDA: the nearest is the newest known release not newer than it, else the oldest
     (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.8 to 13\.2\); nearest: 12\.6$"),
     (lambda: cuda_min_driver("11.7"), r"^CUDA 11\.7 is not in the table .*; nearest: 11\.8$"),
