@@ -10,6 +10,8 @@ path and says so in "statement".
 
 --expect-gpus N (the GPU count NVML reports): with N > 0 the node is a GPU node, and the script exits 1 with the
 reason in "failure" when torch cannot see exactly N GPUs. Exit 2: torch cannot be imported.
+--cpu-allreduce N: also run the same all-reduce over N processes on the CPU with Gloo ("cpu_allreduce"), which
+checks torch.distributed where there is no GPU.
 Used by the accelops.gpu.pytorch role (verify step) and playbooks/validate.yml.
 """
 
@@ -82,35 +84,46 @@ def train_step(torch, device, dtype, *, steps=5, width=256, batch=64):
             "ok": bool(changed and finite)}
 
 
-def _allreduce_worker(rank, world, port, megabytes, queue):
+def _allreduce_worker(rank, job, queue):
+    """One rank of the all-reduce; job: world (ranks), port, megabytes, backend."""
     import torch
     import torch.distributed as dist
 
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world)
-    tensor = torch.ones(megabytes * 1024 * 1024 // 4, dtype=torch.float32, device="cuda")
+    world, backend = job["world"], job["backend"]
+    # NCCL: one process per GPU. Gloo: processes on the CPU.
+    on_gpu = backend == "nccl"
+    if on_gpu:
+        torch.cuda.set_device(rank)
+    synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)
+    dist.init_process_group(backend, init_method="tcp://127.0.0.1:%d" % job["port"], rank=rank, world_size=world)
+    tensor = torch.ones(job["megabytes"] * 1024 * 1024 // 4, dtype=torch.float32, device="cuda" if on_gpu else "cpu")
     for _step in range(3):
         dist.all_reduce(tensor)
-    torch.cuda.synchronize()
+    synchronize()
     dist.barrier()
     iterations = 10
     start = time.perf_counter()
     for _step in range(iterations):
         dist.all_reduce(tensor)
-    torch.cuda.synchronize()
+    synchronize()
     seconds = (time.perf_counter() - start) / iterations
+    # The check of the sum is a collective too: every rank takes part, or rank 0 waits for ever.
+    tensor.fill_(1.0)
+    dist.all_reduce(tensor)
+    synchronize()
     if rank == 0:
-        tensor.fill_(1.0)
-        dist.all_reduce(tensor)
-        correct = float(tensor[0].item()) == float(world)
+        correct = float(tensor[0].item()) == float(world) and float(tensor[-1].item()) == float(world)
         size = tensor.numel() * 4
         algbw = size / seconds / 1e9
-        queue.put({"gpus": world, "bytes": size, "seconds": round(seconds, 6), "algbw_gbps": round(algbw, 3),
+        # Bus bandwidth as nccl-tests reports it for all-reduce: algorithm bandwidth x 2(n-1)/n.
+        queue.put({"backend": backend, "ranks": world, "gpus": world if on_gpu else 0, "bytes": size,
+                   "seconds": round(seconds, 6), "algbw_gbps": round(algbw, 3),
                    "busbw_gbps": round(algbw * 2 * (world - 1) / world, 3), "correct": correct})
     dist.destroy_process_group()
 
 
-def allreduce(torch, world, megabytes):
+def allreduce(world, megabytes, backend="nccl"):
+    """An all-reduce of megabytes of fp32 over world processes (one per GPU with NCCL), timed in rank 0."""
     import torch.multiprocessing as mp
 
     with socket.socket() as probe:
@@ -118,7 +131,8 @@ def allreduce(torch, world, megabytes):
         port = probe.getsockname()[1]
     context = mp.get_context("spawn")
     queue = context.SimpleQueue()
-    mp.spawn(_allreduce_worker, args=(world, port, megabytes, queue), nprocs=world, join=True)
+    job = {"world": world, "port": port, "megabytes": megabytes, "backend": backend}
+    mp.spawn(_allreduce_worker, args=(job, queue), nprocs=world, join=True)
     return queue.get()
 
 
@@ -129,6 +143,8 @@ def main():
     parser.add_argument("--cpu-size", type=int, default=1024, help="matrix size on the CPU")
     parser.add_argument("--seconds", type=float, default=0.5, help="minimum time of each measurement")
     parser.add_argument("--allreduce-mb", type=int, default=256)
+    parser.add_argument("--cpu-allreduce", type=int, default=0, metavar="N",
+                        help="also run the all-reduce over N processes on the CPU (Gloo)")
     args = parser.parse_args()
 
     facts = {"framework": "pytorch", "expected_gpus": args.expect_gpus, "failure": None}
@@ -209,7 +225,7 @@ def main():
         }
         if facts["gpu_count"] >= 2:
             try:
-                facts["allreduce"] = allreduce(torch, facts["gpu_count"], args.allreduce_mb)
+                facts["allreduce"] = allreduce(facts["gpu_count"], args.allreduce_mb)
             except Exception as error:  # pylint: disable=broad-except
                 facts["failure"] = "NCCL all-reduce over %d GPUs failed: %s" % (facts["gpu_count"], error)
         facts["statement"] = "torch %s uses %d GPU(s) (%s) through CUDA %s" % (
@@ -218,11 +234,20 @@ def main():
         facts["statement"] = "no usable GPU: %s; ran the CPU path only" % (
             "torch %s is a CPU-only build" % torch.__version__ if not torch.version.cuda
             else cuda_reason or "torch.cuda.is_available() is False")
+    facts["cpu_allreduce"] = None
+    if args.cpu_allreduce > 0:
+        try:
+            facts["cpu_allreduce"] = allreduce(args.cpu_allreduce, args.allreduce_mb, backend="gloo")
+        except Exception as error:  # pylint: disable=broad-except
+            facts["failure"] = facts["failure"] or "Gloo all-reduce over %d processes failed: %s" % (
+                args.cpu_allreduce, error)
     trained = facts["cpu"]["train_step"]["ok"] and (not gpu or facts["gpu"]["train_step"]["ok"])
     if not trained and not facts["failure"]:
         facts["failure"] = "the mixed-precision training step did not update the weights or gave a non-finite loss"
     if facts["allreduce"] and not facts["allreduce"]["correct"] and not facts["failure"]:
         facts["failure"] = "the NCCL all-reduce gave a wrong sum"
+    if facts["cpu_allreduce"] and not facts["cpu_allreduce"]["correct"] and not facts["failure"]:
+        facts["failure"] = "the Gloo all-reduce gave a wrong sum"
     print(json.dumps(facts))
     return 1 if facts["failure"] else 0
 

@@ -10,6 +10,8 @@ its bus bandwidth. Without a usable GPU it runs the CPU path and says so in "sta
 
 --expect-gpus N (the GPU count NVML reports): with N > 0 the node is a GPU node, and the script exits 1 with the
 reason in "failure" when TensorFlow cannot see exactly N GPUs. Exit 2: tensorflow cannot be imported.
+--cpu-allreduce N: also run the same all-reduce over N logical CPU devices ("cpu_allreduce", MirroredStrategy with
+reduction to one device), which checks tf.distribute where there is no GPU.
 Used by the accelops.gpu.tensorflow role (verify step) and playbooks/validate.yml.
 """
 
@@ -84,9 +86,13 @@ def train_step(tf, device, dtype, *, steps=5, width=256, batch=64):
             "seconds_per_step": round(seconds / max(steps - 1, 1), 6), "ok": bool(changed and finite)}
 
 
-def allreduce(tf, gpus, megabytes):
-    strategy = tf.distribute.MirroredStrategy(devices=["/gpu:%d" % i for i in range(gpus)],
-                                              cross_device_ops=tf.distribute.NcclAllReduce())
+def allreduce(tf, gpus, megabytes, device_type="GPU"):
+    """An all-reduce of megabytes of fp32 over the first gpus devices of device_type: NCCL across GPUs, reduction to
+    one device across logical CPU devices."""
+    on_gpu = device_type == "GPU"
+    strategy = tf.distribute.MirroredStrategy(
+        devices=["/%s:%d" % (device_type.lower(), i) for i in range(gpus)],
+        cross_device_ops=tf.distribute.NcclAllReduce() if on_gpu else tf.distribute.ReductionToOneDevice())
     elements = megabytes * 1024 * 1024 // 4
 
     @tf.function
@@ -96,7 +102,7 @@ def allreduce(tf, gpus, megabytes):
         return strategy.run(replica)
 
     first = strategy.experimental_local_results(reduce_once())
-    correct = float(first[0][0].numpy()) == float(gpus)
+    correct = all(float(part[0].numpy()) == float(gpus) and float(part[-1].numpy()) == float(gpus) for part in first)
     iterations = 10
     start = time.perf_counter()
     for _step in range(iterations):
@@ -104,7 +110,9 @@ def allreduce(tf, gpus, megabytes):
     [part.numpy() for part in strategy.experimental_local_results(result)]
     seconds = (time.perf_counter() - start) / iterations
     algbw = elements * 4 / seconds / 1e9
-    return {"gpus": gpus, "bytes": elements * 4, "seconds": round(seconds, 6), "algbw_gbps": round(algbw, 3),
+    # Bus bandwidth as nccl-tests reports it for all-reduce: algorithm bandwidth x 2(n-1)/n.
+    return {"backend": "nccl" if on_gpu else "reduction-to-one-device", "ranks": gpus, "gpus": gpus if on_gpu else 0,
+            "bytes": elements * 4, "seconds": round(seconds, 6), "algbw_gbps": round(algbw, 3),
             "busbw_gbps": round(algbw * 2 * (gpus - 1) / gpus, 3), "correct": correct}
 
 
@@ -115,6 +123,8 @@ def main():
     parser.add_argument("--cpu-size", type=int, default=1024, help="matrix size on the CPU")
     parser.add_argument("--seconds", type=float, default=0.5, help="minimum time of each measurement")
     parser.add_argument("--allreduce-mb", type=int, default=256)
+    parser.add_argument("--cpu-allreduce", type=int, default=0, metavar="N",
+                        help="also run the all-reduce over N logical CPU devices")
     args = parser.parse_args()
 
     facts = {"framework": "tensorflow", "expected_gpus": args.expect_gpus, "failure": None}
@@ -125,6 +135,11 @@ def main():
         print(json.dumps(facts))
         return 2
 
+    if args.cpu_allreduce > 1:
+        # Before anything starts TensorFlow's runtime: the CPU as N logical devices.
+        cpus = tf.config.list_physical_devices("CPU")
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _device in range(args.cpu_allreduce)])
     build = dict(tf.sysconfig.get_build_info())
     gpus = tf.config.list_physical_devices("GPU")
     for device in gpus:
@@ -196,11 +211,20 @@ def main():
         facts["statement"] = "no usable GPU: %s; ran the CPU path only" % (
             "tensorflow %s is a CPU-only build" % tf.__version__ if not facts["built_with_cuda"]
             else "tensorflow lists no GPU device")
+    facts["cpu_allreduce"] = None
+    if args.cpu_allreduce > 0:
+        try:
+            facts["cpu_allreduce"] = allreduce(tf, args.cpu_allreduce, args.allreduce_mb, device_type="CPU")
+        except Exception as error:  # pylint: disable=broad-except
+            facts["failure"] = facts["failure"] or "all-reduce over %d CPU devices failed: %s" % (
+                args.cpu_allreduce, error)
     trained = facts["cpu"]["train_step"]["ok"] and (not gpu or facts["gpu"]["train_step"]["ok"])
     if not trained and not facts["failure"]:
         facts["failure"] = "the mixed-precision training step did not update the weights or gave a non-finite loss"
     if facts["allreduce"] and not facts["allreduce"]["correct"] and not facts["failure"]:
         facts["failure"] = "the NCCL all-reduce gave a wrong sum"
+    if facts["cpu_allreduce"] and not facts["cpu_allreduce"]["correct"] and not facts["failure"]:
+        facts["failure"] = "the all-reduce over CPU devices gave a wrong sum"
     print(json.dumps(facts))
     return 1 if facts["failure"] else 0
 
