@@ -122,8 +122,9 @@ def _allreduce_worker(rank, job, queue):
     dist.destroy_process_group()
 
 
-def allreduce(world, megabytes, backend="nccl"):
-    """An all-reduce of megabytes of fp32 over world processes (one per GPU with NCCL), timed in rank 0."""
+def allreduce(world, megabytes, backend="nccl", timeout=300.0):
+    """An all-reduce of megabytes of fp32 over world processes (one per GPU with NCCL), timed in rank 0. A rank that
+    hangs (a collective that never completes) is killed after timeout seconds, with the others."""
     import torch.multiprocessing as mp
 
     with socket.socket() as probe:
@@ -132,7 +133,13 @@ def allreduce(world, megabytes, backend="nccl"):
     context = mp.get_context("spawn")
     queue = context.SimpleQueue()
     job = {"world": world, "port": port, "megabytes": megabytes, "backend": backend}
-    mp.spawn(_allreduce_worker, args=(job, queue), nprocs=world, join=True)
+    workers = mp.spawn(_allreduce_worker, args=(job, queue), nprocs=world, join=False)
+    deadline = time.monotonic() + timeout
+    while not workers.join(timeout=max(0.05, min(1.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            for process in workers.processes:
+                process.kill()
+            raise TimeoutError("no result from %d ranks after %g s" % (world, timeout))
     return queue.get()
 
 
@@ -145,6 +152,8 @@ def main():
     parser.add_argument("--allreduce-mb", type=int, default=256)
     parser.add_argument("--cpu-allreduce", type=int, default=0, metavar="N",
                         help="also run the all-reduce over N processes on the CPU (Gloo)")
+    parser.add_argument("--allreduce-timeout", type=float, default=300.0,
+                        help="seconds before the all-reduce's processes are killed")
     args = parser.parse_args()
 
     facts = {"framework": "pytorch", "expected_gpus": args.expect_gpus, "failure": None}
@@ -225,7 +234,7 @@ def main():
         }
         if facts["gpu_count"] >= 2:
             try:
-                facts["allreduce"] = allreduce(facts["gpu_count"], args.allreduce_mb)
+                facts["allreduce"] = allreduce(facts["gpu_count"], args.allreduce_mb, timeout=args.allreduce_timeout)
             except Exception as error:  # pylint: disable=broad-except
                 facts["failure"] = "NCCL all-reduce over %d GPUs failed: %s" % (facts["gpu_count"], error)
         facts["statement"] = "torch %s uses %d GPU(s) (%s) through CUDA %s" % (
@@ -237,7 +246,8 @@ def main():
     facts["cpu_allreduce"] = None
     if args.cpu_allreduce > 0:
         try:
-            facts["cpu_allreduce"] = allreduce(args.cpu_allreduce, args.allreduce_mb, backend="gloo")
+            facts["cpu_allreduce"] = allreduce(args.cpu_allreduce, args.allreduce_mb, backend="gloo",
+                                               timeout=args.allreduce_timeout)
         except Exception as error:  # pylint: disable=broad-except
             facts["failure"] = facts["failure"] or "Gloo all-reduce over %d processes failed: %s" % (
                 args.cpu_allreduce, error)
