@@ -69,4 +69,11 @@ ansible-playbook -i "$work/inventory.yml" "$root/tests/sim/prepare-node.yml" >"$
   { tail -n 30 "$work/prepare.log"; exit 1; }
 echo "== ansible-playbook -i $work/inventory.yml playbooks/site.yml"
 ansible-playbook -i "$work/inventory.yml" "$root/playbooks/site.yml" | tee "$work/site.log"
+# The report and the frameworks' proof scroll by long before the run ends: once more, together.
+echo "== what site.yml found on $node (the whole run: $work/site.log)"
+awk '/^TASK \[Show each GPU and the GPU topology\]/ {on = 1; next}
+  on && /^}/ {on = 0}
+  on && /^        "/ {sub(/^        "/, "  "); sub(/",?$/, ""); print}' "$work/site.log"
+awk '/^TASK \[accelops[.]gpu[.](pytorch|tensorflow) : Show the validation\]/ {on = 1; next}
+  on && /"msg":/ {sub(/^ *"msg": "/, "  "); sub(/"$/, ""); print; on = 0}' "$work/site.log"
 echo "== the node is still running: docker exec -it $node bash   (remove it: docker rm -f $node)"
