@@ -69,7 +69,8 @@ COMPAT = {
         "2.21": {"cuda": "12.5", "cudnn": "9.3"},  # tensorflow-2.21.0
     },
     # The first framework release a Horovod release does not build against (pip source build on Linux), with why.
-    # A row holds for its Horovod major.minor and every older release; newer Horovod releases have no known limit.
+    # A row holds for its Horovod major.minor and every older release (an older one may stop at an older framework
+    # already: the table does not say); newer Horovod releases have no known limit.
     "horovod_limits": {
         # Horovod 0.28.1 (June 2023) is its newest release on PyPI.
         "0.28": {
