@@ -47,6 +47,13 @@ class _Batch(Batch):
 
 BATCH = _Batch()
 
+
+def assert_one_line_with(message, parts):
+    """A message the roles show: one line that holds every expected part."""
+    assert [part for part in parts if part not in message] == [], message
+    assert "\n" not in message, message
+
+
 TORCH = [("channel", "{{ __pytorch_channel }}"), ("pip", "{{ __pytorch_pip_args }}"),
          ("requirements", "{{ __pytorch_requirements }}")]
 
@@ -137,8 +144,8 @@ def test_refusal_names_both_versions_and_the_nearest(key, expected):
     result = BATCH[key]
     assert "error" in result["channel"]
     message = result["message"]
-    assert [part for part in expected if part not in message] == [], message
-    assert "\n" not in message and "Task failed" not in message and "filter plugin" not in message
+    assert_one_line_with(message, expected)
+    assert "Task failed" not in message and "filter plugin" not in message
 
 
 DRIVER_CHECK = preflight_task("pytorch", "Refuse a CUDA channel the driver cannot run")["ansible.builtin.assert"]
@@ -180,9 +187,7 @@ DRIVER_MESSAGE_MINOR = BATCH.case("pytorch", nvidia(driver="570.124.06", cuda="1
                             "version compatibility:", "Nothing was installed"]),
 ], ids=["toolkit", "minor"])
 def test_channel_against_driver_message(key, parts):
-    message = BATCH[key]["message"]
-    assert [part for part in parts if part not in message] == [], message
-    assert "\n" not in message
+    assert_one_line_with(BATCH[key]["message"], parts)
 
 
 TF = [("variant", "{{ __tensorflow_variant }}"), ("requirements", "{{ __tensorflow_requirements }}"),
@@ -286,9 +291,7 @@ def test_horovod_release_against_the_framework(key, allowed, requirement):
                                   "Set tensorflow_horovod_source", "Nothing was installed."]),
 ], ids=["torch", "tensorflow"])
 def test_horovod_refusal_message(key, parts):
-    message = BATCH[key]["message"]
-    assert [part for part in parts if part not in message] == [], message
-    assert "\n" not in message
+    assert_one_line_with(BATCH[key]["message"], parts)
 
 
 # What ansible.builtin.pip returns for a failed build: the command and one msg of pip's stdout and stderr. The lines
@@ -331,8 +334,8 @@ def build_failure(role, msg):
 ], ids=["torch-cxx17", "tensorflow-header", "no-compiler-error"])
 def test_horovod_build_failure_in_one_line(key, parts):
     message = BATCH[key]["message"]
-    assert [part for part in parts if part not in message] == [], message
-    assert "\n" not in message and "subprocess-exited-with-error" not in message and ".." not in message
+    assert_one_line_with(message, parts)
+    assert "subprocess-exited-with-error" not in message and ".." not in message
 
 
 @pytest.mark.parametrize("role, script", [("pytorch", "validate_pytorch.py"), ("tensorflow", "validate_tensorflow.py")])
