@@ -28,6 +28,8 @@
  *    one follows the placement rules of the board's profile table (A100 40GB /
  *    80GB, H100 80GB) and writes the instance's keys back, so the MIG devices a
  *    fresh process enumerates are the instances that exist.
+ *  - Faults can be injected: fail.<symbol>=N:CODE fails the N-th call of an
+ *    entry point since init (N+ that call and every later one).
  *  - Not thread safe: every caller is a single-threaded process.
  */
 #define _XOPEN_SOURCE 700
@@ -1180,12 +1182,79 @@ static struct fake_device *resolve(nvmlDevice_t handle)
     return NULL;
 }
 
+/*
+ * Injected faults: "fail.<symbol>=N:CODE" makes the N-th call of <symbol>
+ * since the last successful init return CODE; "N+:CODE" the N-th and every
+ * later one.  Calls are counted per symbol in this process, so a test can fail
+ * a run part-way (the third GPU's setter, say) and see what the caller did
+ * with the first two.  A failed call changes nothing, like every rejected one.
+ */
+#define MAX_COUNTED_SYMBOLS 256
+static struct {
+    const char *symbol;
+    unsigned long long calls;
+} call_counts[MAX_COUNTED_SYMBOLS];
+static unsigned int counted_symbols;
+
+static unsigned long long count_call(const char *symbol)
+{
+    unsigned int i;
+    for (i = 0; i < counted_symbols; i++)
+        if (strcmp(call_counts[i].symbol, symbol) == 0)
+            return ++call_counts[i].calls;
+    if (counted_symbols == MAX_COUNTED_SYMBOLS)
+        return 0;
+    call_counts[counted_symbols].symbol = symbol;
+    call_counts[counted_symbols].calls = 1;
+    counted_symbols++;
+    return 1;
+}
+
+static nvmlReturn_t injected_fault(const char *symbol)
+{
+    char key[160];
+    const char *value, *colon;
+    char *end;
+    unsigned long long nth, call;
+    int onwards;
+    nvmlReturn_t code;
+
+    call = count_call(symbol);
+    if (snprintf(key, sizeof(key), "fail.%s", symbol) >= (int)sizeof(key))
+        return NVML_SUCCESS;
+    value = fx_str(key);
+    if (!value)
+        return NVML_SUCCESS;
+    colon = strchr(value, ':');
+    if (!colon || !isdigit((unsigned char)*value))
+        return NVML_ERROR_UNKNOWN; /* broken fixture */
+    errno = 0;
+    nth = strtoull(value, &end, 10);
+    onwards = *end == '+';
+    if (onwards)
+        end++;
+    if (errno || end != colon || nth == 0 || !parse_return_code(colon + 1, &code))
+        return NVML_ERROR_UNKNOWN;
+    if (call == nth || (onwards && call > nth))
+        return code;
+    return NVML_SUCCESS;
+}
+
+static void reset_call_counts(void)
+{
+    counted_symbols = 0;
+}
+
 static nvmlReturn_t api_enter(const char *symbol)
 {
+    nvmlReturn_t rc;
     if (symbol_dropped(symbol))
         return NVML_ERROR_FUNCTION_NOT_FOUND;
     if (init_refcount == 0)
         return NVML_ERROR_UNINITIALIZED;
+    rc = injected_fault(symbol);
+    if (rc != NVML_SUCCESS)
+        return rc;
     return NVML_SUCCESS;
 }
 
@@ -1475,6 +1544,7 @@ static nvmlReturn_t init_common(const char *symbol)
             }
         }
     }
+    reset_call_counts();
     init_refcount++;
     return NVML_SUCCESS;
 }

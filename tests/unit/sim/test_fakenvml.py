@@ -135,6 +135,41 @@ def test_init_error(nvml, value, error):
         nvml("no-gpu.conf", f"init_error={value}")
 
 
+# --------------------------------------------------------------------------- injected faults
+
+
+def test_injected_fault_fails_exactly_the_nth_call_and_writes_nothing(nvml):
+    path = nvml("dgx-h100.conf", "fail.nvmlDeviceSetPowerManagementLimit=3:GPU_IS_LOST")
+    before = snapshot(path)
+    pynvml.nvmlDeviceSetPowerManagementLimit(handle(0), 500000)
+    pynvml.nvmlDeviceSetPowerManagementLimit(handle(1), 500000)
+    written = path.read_bytes()
+    assert written != before[0]
+    with pytest.raises(pynvml.NVMLError_GpuIsLost):
+        pynvml.nvmlDeviceSetPowerManagementLimit(handle(2), 500000)
+    assert path.read_bytes() == written  # the failed call wrote nothing
+    pynvml.nvmlDeviceSetPowerManagementLimit(handle(3), 500000)  # only the third call fails
+    assert pynvml.nvmlDeviceGetPowerManagementLimit(handle(2)) == 700000
+
+
+def test_injected_fault_from_the_nth_call_on_and_counted_from_init(nvml):
+    nvml("dgx-h100.conf", "fail.nvmlDeviceGetCount_v2=2+:UNKNOWN")
+    assert pynvml.nvmlDeviceGetCount() == 8
+    for _ in range(3):
+        with pytest.raises(pynvml.NVMLError_Unknown):
+            pynvml.nvmlDeviceGetCount()
+    pynvml.nvmlShutdown()
+    pynvml.nvmlInit()  # a new init counts again
+    assert pynvml.nvmlDeviceGetCount() == 8
+
+
+@pytest.mark.parametrize("value", ["x:UNKNOWN", "0:UNKNOWN", "2", "2:not_an_error", "2-:UNKNOWN"])
+def test_a_malformed_injected_fault_is_a_broken_fixture(nvml, value):
+    nvml("dgx-h100.conf", "fail.nvmlDeviceGetCount_v2=" + value)
+    with pytest.raises(pynvml.NVMLError_Unknown):
+        pynvml.nvmlDeviceGetCount()
+
+
 def test_fixture_is_reread_at_every_init(fixture_file, monkeypatch):
     fixture_file("dgx-h100.conf")
     pynvml.nvmlInit()
