@@ -9,6 +9,16 @@ import json
 import os
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import (
+    FAULTS,
+    ApplyFailed,
+    ConfigError,
+    apply_every_gpu,
+    describe_fault,
+    label,
+    validate_every_gpu,
+)
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import whole
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NVML_ERROR_NO_PERMISSION, GpuLost, NvmlCallError
 
 COMPUTE_MODES = {"default": 0, "prohibited": 2, "exclusive_process": 3}
@@ -18,10 +28,6 @@ SETTINGS = ("persistence_mode", "power_limit_w", "compute_mode", "ecc_mode", "mi
 PENDING_SETTINGS = ("ecc_mode", "mig_mode")
 NVML_CLOCK_GRAPHICS = 0
 LOCKED_CLOCKS_FILE = "locked-clocks.json"
-
-
-class ConfigError(Exception):
-    """Invalid input or a request this node cannot satisfy; nothing has been changed."""
 
 
 class Unavailable(ConfigError):
@@ -54,29 +60,38 @@ def run_in_session(module, work, what, predicted):
             module.fail_json(msg=str(exc))
         module.warn("check mode: %s; %s cannot be compared, a real run would apply it" % (exc, what))
         module.exit_json(changed=True, **predicted)
+    except ApplyFailed as exc:
+        module.fail_json(msg=str(exc), **failed_result(module, exc))
     except ConfigError as exc:
         module.fail_json(msg=str(exc))
+    except FAULTS as exc:  # a fault outside the phases that name their GPU: nothing was applied yet
+        module.fail_json(msg=describe_fault("NVML", "reading the GPUs", exc) + "; nothing was changed")
     module.exit_json(**result)
+
+
+def failed_result(module, exc):
+    """What a module returns when a change failed part-way: whether anything changed, and on which GPUs."""
+    result = dict(changed=exc.changed, gpus=exc.results)
+    if module._diff:
+        result["diff"] = diff_by_gpu(exc.results)
+    return result
 
 
 def resolve_targets(selectors, gpus):
     """Indexes of the GPUs that ``selectors`` name (``all``, indexes as strings or ints, UUIDs), in index order."""
     by_uuid = {gpu["uuid"].lower(): gpu["index"] for gpu in gpus if gpu.get("uuid")}
     indexes = [gpu["index"] for gpu in gpus]
-    if not selectors:
-        raise ConfigError("gpus: give 'all' or a list of GPU indexes or UUIDs, got an empty list")
-    selectors = [str(s).strip() for s in selectors]
-    if "all" in selectors:
-        if len(selectors) > 1:
-            raise ConfigError("gpus: 'all' cannot be combined with other selectors, got %s" % ", ".join(selectors))
+    selectors = check_selectors(selectors)
+    if selectors == ["all"]:
         return indexes
     chosen = set()
     for selector in selectors:
-        if selector.isdigit():
-            if int(selector) not in indexes:
+        index = whole(selector)
+        if index is not None:
+            if index not in indexes:
                 raise ConfigError("gpus: index %s is out of range; this node has GPUs %s"
                                   % (selector, describe_range(indexes)))
-            chosen.add(int(selector))
+            chosen.add(index)
         elif selector.lower() in by_uuid:
             chosen.add(by_uuid[selector.lower()])
         elif selector.upper().startswith("GPU-"):
@@ -85,6 +100,29 @@ def resolve_targets(selectors, gpus):
         else:
             raise ConfigError("gpus: '%s' is neither 'all', a GPU index nor a GPU UUID (GPU-...)" % selector)
     return sorted(chosen)
+
+
+def check_selectors(selectors):
+    """The selectors as stripped strings, checked for what needs no GPU: not empty, 'all' alone, each one 'all', an
+    index in ASCII digits (an int, not a bool) or text without control characters."""
+    if not selectors:
+        raise ConfigError("gpus: give 'all' or a list of GPU indexes or UUIDs, got an empty list")
+    checked = []
+    for selector in selectors:
+        if isinstance(selector, int) and not isinstance(selector, bool) and whole(selector) is None:
+            raise ConfigError("gpus: %s is neither 'all', a GPU index nor a GPU UUID (GPU-...)"
+                              % ("an integer of %d bits" % selector.bit_length() if selector > 0 else selector))
+        if isinstance(selector, bool) or not isinstance(selector, (int, str)):
+            raise ConfigError("gpus: %r is neither 'all', a GPU index nor a GPU UUID (GPU-...)" % (selector,))
+        text = str(selector).strip(" ")
+        if whole(text) is None and (not text.isprintable() or not text.isascii() or len(text) > 64
+                                        or text.lstrip("-").isdigit()):
+            raise ConfigError("gpus: %r is neither 'all', a GPU index (ASCII digits) nor a GPU UUID (GPU-...)"
+                              % (selector,))
+        checked.append(text)
+    if "all" in checked and len(checked) > 1:
+        raise ConfigError("gpus: 'all' cannot be combined with other selectors, got %s" % ", ".join(checked))
+    return checked
 
 
 def describe_range(indexes):
@@ -103,13 +141,20 @@ def normalise_clocks(value, field="locked_clocks_mhz"):
         raise ConfigError("%s: give {min: MHz, max: MHz} or 'reset', got '%s'" % (field, value))
     if not isinstance(value, dict) or set(value) != {"min", "max"}:
         raise ConfigError("%s: give exactly the keys min and max (MHz), or 'reset', got %s" % (field, value))
-    try:
-        low, high = int(value["min"]), int(value["max"])
-    except (TypeError, ValueError):
-        raise ConfigError("%s: min and max must be whole MHz, got %s" % (field, value)) from None
+    low, high = whole_mhz(value["min"]), whole_mhz(value["max"])
+    if low is None or high is None:
+        raise ConfigError("%s: min and max must be whole MHz (ASCII digits), got %s" % (field, value))
     if low <= 0 or high <= 0 or low > high:
         raise ConfigError("%s: need 0 < min <= max, got min %d and max %d" % (field, low, high))
     return {"min": low, "max": high}
+
+
+def whole_mhz(value):
+    """A clock given as an int, ASCII digits or a float without a fraction; None for anything else (1500.9, a bool,
+    1e400)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return whole(value)
 
 
 def normalise_settings(settings, prefix=""):
@@ -123,33 +168,65 @@ def normalise_settings(settings, prefix=""):
     return chosen
 
 
+def check_rules(rules):
+    """Check ``[(selectors, settings, field prefix), ...]`` for all that needs no GPU: every selector, every setting,
+    a setting in every per-GPU rule and at least one in all. Raises :class:`ConfigError`."""
+    wanted = False
+    for selectors, settings, prefix in rules:
+        try:
+            check_selectors(selectors)
+        except ConfigError as exc:
+            raise ConfigError(prefix + str(exc)) from None
+        chosen = normalise_settings(settings, prefix)
+        if prefix and not chosen:
+            raise ConfigError("%sgpus: this entry sets nothing; give it at least one of %s"
+                              % (prefix, ", ".join(SETTINGS)))
+        wanted = wanted or bool(chosen)
+    if not wanted:
+        raise ConfigError("no setting given: set at least one of %s, at the top level or in per_gpu"
+                          % ", ".join(SETTINGS))
+
+
 def desired_per_gpu(rules, inventory):
-    """Merge ``[(selectors, settings, field prefix), ...]`` in order (later rules win) into {index: settings}."""
+    """Merge ``[(selectors, settings, field prefix), ...]`` in order (later rules win) into {index: settings}.
+
+    Every rule's selectors are resolved, also those of a rule that sets nothing (a mistyped index is never silent).
+    """
     desired = {}
     for selectors, settings, prefix in rules:
         chosen = normalise_settings(settings, prefix)
-        if not chosen:
-            continue
         try:
             indexes = resolve_targets(selectors, inventory)
         except ConfigError as exc:
             raise ConfigError(prefix + str(exc)) from None
-        for index in indexes:
+        for index in indexes if chosen else ():
             desired.setdefault(index, {}).update(chosen)
     return desired
 
 
 def inventory(nvml):
-    """Every GPU of an open NVML session as {index, uuid, handle, lost}."""
+    """Every GPU of an open NVML session as {index, uuid, handle, lost}.
+
+    A count NVML cannot give, or a GPU it cannot hand out, is a :class:`ConfigError` (nothing has been changed):
+    never zero GPUs.
+    """
+    try:
+        count = nvml.call("nvmlDeviceGetCount")
+    except NvmlCallError as exc:
+        raise ConfigError("cannot count the GPUs: %s; nothing was changed" % exc) from None
+    if count is None:
+        raise ConfigError("cannot count the GPUs: NVML does not answer nvmlDeviceGetCount; nothing was changed")
     gpus = []
-    for index in range(nvml.query("nvmlDeviceGetCount") or 0):
-        handle = nvml.call("nvmlDeviceGetHandleByIndex", index)
-        entry = {"index": index, "handle": handle, "uuid": None, "lost": False}
+    for index in range(count):
+        entry = {"index": index, "handle": None, "uuid": None, "lost": False}
         try:
-            uuid = nvml.call("nvmlDeviceGetUUID", handle)
+            entry["handle"] = nvml.call("nvmlDeviceGetHandleByIndex", index)
+            uuid = nvml.call("nvmlDeviceGetUUID", entry["handle"])
             entry["uuid"] = uuid.decode() if isinstance(uuid, bytes) else uuid
         except GpuLost:
             entry["lost"] = True
+        except NvmlCallError as exc:
+            raise ConfigError("GPU %d: cannot identify it: %s; nothing was changed" % (index, exc)) from None
         gpus.append(entry)
     return gpus
 
@@ -159,7 +236,18 @@ class LockedClocksMemory:
     reboot clears along with the locks themselves."""
 
     def __init__(self, state_dir):
+        self.state_dir = state_dir
         self.path = os.path.join(state_dir, LOCKED_CLOCKS_FILE)
+
+    def check(self):
+        """Refuse a state directory that cannot hold the memory, before any clock is locked."""
+        where = self.state_dir
+        if not where or "\x00" in where or not os.path.isabs(where):
+            raise ConfigError("state_dir: give an absolute directory path, got %r; nothing was changed" % (where,))
+        if os.path.lexists(where) and not os.path.isdir(where):
+            raise ConfigError("state_dir: %s exists and is not a directory; nothing was changed" % where)
+        if os.path.lexists(self.path) and not os.path.isfile(self.path):
+            raise ConfigError("state_dir: %s is not a regular file; nothing was changed" % self.path)
 
     def load(self):
         try:
@@ -185,14 +273,15 @@ class GpuConfigurator:
     def __init__(self, session, memory):
         self.nvml = session
         self.memory = memory
+        memory.check()
         self.locked = memory.load()
 
     def inventory(self):
         return inventory(self.nvml)
 
     def read(self, gpu):
-        """Current settings of one GPU; a setting NVML does not support here is None."""
-        q, h = self.nvml.query, gpu["handle"]
+        """Current settings of one GPU; a setting NVML does not support here is None, any other NVML error raises."""
+        q, h = self.nvml.call, gpu["handle"]
         persistence = q("nvmlDeviceGetPersistenceMode", h)
         limits = q("nvmlDeviceGetPowerManagementLimitConstraints", h)
         limit = q("nvmlDeviceGetPowerManagementLimit", h)
@@ -269,7 +358,7 @@ class GpuConfigurator:
             if desired.get(setting) is not None and desired[setting] != current[setting]:
                 changes[setting] = (current[setting], desired[setting])
         power = desired.get("power_limit_w")
-        if power is not None and abs(power - current["power_limit_w"]) >= 0.001:
+        if power is not None and (current["power_limit_w"] is None or abs(power - current["power_limit_w"]) >= 0.001):
             changes["power_limit_w"] = (current["power_limit_w"], desired["power_limit_w"])
         for setting in PENDING_SETTINGS:
             if desired.get(setting) is not None and desired[setting] != current[setting + "_pending"]:
@@ -281,7 +370,12 @@ class GpuConfigurator:
             changes["locked_clocks_mhz"] = (current["locked_clocks_mhz"], clocks)
         return changes
 
-    def apply(self, gpu, changes, label):
+    def apply(self, gpu, changes, where, done):
+        """Apply ``changes`` to one GPU in SETTINGS order, appending each setting to ``done`` once NVML took it.
+
+        A locked clock range is remembered before it is set (NVML cannot read it back, so a lock that was set but
+        not remembered could never be reset by this module) and forgotten again when NVML refuses it.
+        """
         h = gpu["handle"]
         steps = {
             "persistence_mode": lambda v: self.nvml.call("nvmlDeviceSetPersistenceMode", h, int(v)),
@@ -296,15 +390,75 @@ class GpuConfigurator:
             if setting not in changes:
                 continue
             after = changes[setting][1]
+            remembered = dict(self.locked)
+            if setting == "locked_clocks_mhz" and after is not None:
+                self.locked[gpu["uuid"]] = after
+                self.save_or_fail(where, remembered)
             try:
                 steps[setting](after)
             except NvmlCallError as exc:
+                if setting == "locked_clocks_mhz" and after is not None:
+                    self.locked = remembered
+                    self.save_quietly()
                 hint = " (run as root: become: true)" if exc.code == NVML_ERROR_NO_PERMISSION else ""
-                raise ConfigError("%s: setting %s to %s failed: %s%s" % (label, setting, after, exc.message, hint)) \
+                raise ConfigError("%s: setting %s to %s failed: %s%s" % (where, setting, after, exc.message, hint)) \
                     from None
-            if setting == "locked_clocks_mhz":
-                if after is None:
-                    self.locked.pop(gpu["uuid"], None)
-                else:
-                    self.locked[gpu["uuid"]] = after
-                self.memory.save(self.locked)
+            done.append(setting)
+            if setting == "locked_clocks_mhz" and after is None:
+                self.locked.pop(gpu["uuid"], None)
+                self.save_or_fail(where, None)
+
+    def save_or_fail(self, where, restore):
+        try:
+            self.memory.save(self.locked)
+        except OSError as exc:
+            if restore is not None:
+                self.locked = restore
+            raise ConfigError("%s: cannot remember the locked clocks in %s: %s"
+                              % (where, self.memory.path, exc.strerror or exc)) from None
+
+    def save_quietly(self):
+        try:
+            self.memory.save(self.locked)
+        except OSError:
+            pass
+
+
+def configure(configurator, rules, check_mode, skip_lost, unreadable_clocks=False):
+    """Validate every targeted GPU, then apply what differs: the one policy of gpu_config and the boot script.
+
+    Returns ``(results, lost)``: a result per configured GPU (index, uuid, before, after, changed, pending) and the
+    indexes of lost GPUs left out. A lost target fails before any change unless ``skip_lost``. With
+    ``unreadable_clocks`` a check leaves locked clocks out of the comparison (after a reboot nothing remembers them).
+    Raises :class:`ConfigError` (nothing changed) or :class:`ApplyFailed` (what changed before the failure).
+    """
+    inventory = configurator.inventory()
+    desired = desired_per_gpu(rules, inventory)
+    targets = [inventory[i] for i in sorted(desired)]
+    lost = [gpu["index"] for gpu in targets if gpu["lost"]]
+    if lost and not skip_lost:
+        raise ConfigError("GPU %s is lost; nothing was changed (skip_lost: true handles the others)"
+                          % ", ".join(str(i) for i in lost))
+    targets = [gpu for gpu in targets if not gpu["lost"]]
+
+    def check_one(gpu):
+        current = configurator.read(gpu)
+        errors = configurator.validate(desired[gpu["index"]], current, label(gpu))
+        changes = configurator.plan(desired[gpu["index"]], current)
+        if unreadable_clocks and check_mode:
+            changes.pop("locked_clocks_mhz", None)
+        return {"current": current, "changes": changes}, errors
+
+    def apply_one(gpu, plan, done):
+        if plan["changes"]:
+            configurator.apply(gpu, plan["changes"], label(gpu), done)
+
+    def report(gpu, plan, done):
+        made = plan["changes"] if done is None else {s: plan["changes"][s] for s in done}
+        after = configurator.view(plan["current"], made)
+        return {"index": gpu["index"], "uuid": gpu["uuid"], "before": configurator.view(plan["current"]),
+                "after": after, "changed": [s for s in SETTINGS if s in made],
+                "pending": configurator.reset_pending(after)}
+
+    plans = validate_every_gpu(targets, check_one)
+    return apply_every_gpu(targets, plans, apply_one, report, check_mode), lost

@@ -10,7 +10,13 @@ import ctypes
 import re
 from collections import Counter
 
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import ConfigError
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import (
+    FAULTS,
+    ConfigError,
+    apply_every_gpu,
+    label,
+    validate_every_gpu,
+)
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlCallError
 
 # NVML_GPU_INSTANCE_PROFILE_* and NVML_COMPUTE_INSTANCE_PROFILE_* indexes to ask NVML about; the ids NVML answers
@@ -20,6 +26,15 @@ COMPUTE_INSTANCE_PROFILE_INDEXES = range(0x9)
 COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0
 MAX_PLACEMENTS = 16
 PROFILE_NAME = re.compile(r"^(?:MIG\s+)?(\d+g\.\d+gb(?:\+\w+)?(?:-\w+)?)$")
+LAYOUT_ENTRY = re.compile(r"\A[0-9]{1,2}g\.[0-9]{1,4}gb(?:\+[a-z]{1,8})?(?:-[a-z0-9]{1,8})?\Z")
+
+
+def check_layout(layout, field="layout"):
+    """Refuse a layout entry that is not a GPU-instance profile name (``1g.10gb``, ``1g.10gb+me``), before NVML."""
+    for n, name in enumerate(layout):
+        if not isinstance(name, str) or not LAYOUT_ENTRY.match(name):
+            raise ConfigError("%s[%d]: %r is not a MIG GPU-instance profile name such as 1g.10gb, 3g.40gb or 1g.10gb+me"
+                              % (field, n, name))
 
 
 def profile_name(raw):
@@ -183,3 +198,79 @@ class MigManager:
                 "compute_instance_id": self.nvml.query("nvmlDeviceGetComputeInstanceId", mig),
             })
         return found
+
+
+def check_gpu(manager, gpu, layout, force):
+    """Return (plan, problems) for one GPU; the plan is None when a problem prevents planning."""
+    where, handle = label(gpu), gpu["handle"]
+    modes = manager.nvml.call("nvmlDeviceGetMigMode", handle)
+    if modes is None:
+        return None, ["%s: MIG is not supported on this GPU" % where]
+    if not modes[0]:
+        state = "enabled but waits for a GPU reset" if modes[1] else "off"
+        return None, ["%s: MIG mode is %s; enable it with accelops.gpu.gpu_config (mig_mode: true) and reset the GPU"
+                      % (where, state)]
+    table = manager.profiles(handle)
+    unknown = sorted(set(layout) - set(table))
+    if unknown:
+        return None, ["%s: profile %s is not offered; this GPU offers %s"
+                      % (where, ", ".join(unknown), ", ".join(sorted(table, key=lambda n: (table[n]["slices"], n))))]
+    too_many = ["%d x %s (at most %d)" % (n, name, table[name]["count"])
+                for name, n in sorted(Counter(layout).items()) if n > table[name]["count"]]
+    placements = {name: table[name]["placements"] for name in table}
+    if too_many or fit(layout, placements) is None:
+        return None, ["%s: layout %s does not fit this GPU's memory slices and placements%s"
+                      % (where, " + ".join(layout), (": " + ", ".join(too_many)) if too_many else "")]
+    current = manager.instances(handle, table, manager.processes(handle))
+    plan = plan_layout(layout, current, placements)
+    busy = [i for i in plan["destroy"] if i["processes"]]
+    if busy and not force:
+        return plan, ["%s: the %s instance (GPU instance %d) would be destroyed but runs processes %s; set force: true "
+                      "to destroy it anyway" % (where, i["profile"], i["id"],
+                                                ", ".join(str(p["pid"]) for p in i["processes"])) for i in busy]
+    return dict(plan, current=current, table=table, busy=busy), []
+
+
+def spot_name(name, start):
+    return "%s@%d" % (name, start)
+
+
+def lay_out(manager, targets, layout, force, check_mode):
+    """Validate every target GPU, then make each hold exactly ``layout``: the one policy of gpu_mig and the boot
+    script. Busy instances are destroyed first, so that NVML's refusal (it refuses while a process runs) comes before
+    anything else is destroyed. Returns a result per GPU (index, uuid, before, after, destroyed, created, changed);
+    raises :class:`ConfigError` (nothing changed) or ``ApplyFailed``, whose results say exactly which instances were
+    destroyed and created before the failure."""
+
+    def apply_one(gpu, plan, done):
+        for instance in sorted(plan["destroy"], key=lambda i: not i["processes"]):
+            manager.destroy(instance, label(gpu))
+            done.append("destroyed " + spot_name(instance["profile"], instance["start"]))
+        for spot in plan["create"]:
+            manager.create(gpu["handle"], plan["table"][spot[0]], spot, label(gpu))
+            done.append("created " + spot_name(spot[0], spot[1]))
+
+    def report(gpu, plan, done):
+        planned = (["destroyed " + spot_name(i["profile"], i["start"]) for i in plan["destroy"]]
+                   + ["created " + spot_name(name, start) for name, start, _size in plan["create"]])
+        made = planned if done is None else list(done)
+        destroyed = [m.split(" ", 1)[1] for m in made if m.startswith("destroyed ")]
+        created = [m.split(" ", 1)[1] for m in made if m.startswith("created ")]
+        before = sorted(i["profile"] for i in plan["current"])
+        after = [p for p in before]
+        for spot in destroyed:
+            after.remove(spot.split("@")[0])
+        after = sorted(after + [spot.split("@")[0] for spot in created])
+        return {"index": gpu["index"], "uuid": gpu["uuid"], "before": before, "after": after,
+                "destroyed": destroyed, "created": created, "changed": made}
+
+    plans = validate_every_gpu(targets, lambda gpu: check_gpu(manager, gpu, layout, force))
+    return apply_every_gpu(targets, plans, apply_one, report, check_mode), plans
+
+
+def devices_or_none(manager, gpu):
+    """The MIG devices of a GPU after a change, or None when NVML cannot list them now."""
+    try:
+        return manager.devices(gpu["handle"])
+    except FAULTS:
+        return None

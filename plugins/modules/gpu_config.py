@@ -19,6 +19,12 @@ description:
     C(accelops.gpu.gpu_settings) role re-applies them at boot.
   - A lost GPU among the targets fails the task before anything changes, unless O(skip_lost=true), which leaves
     the lost GPUs out (listed in RV(skipped)) and handles the others.
+  - Any NVML error while the GPUs are counted, identified or read fails the task before anything changes. A change
+    that fails part-way (a GPU lost, a setting refused) stops there and fails the task with C(changed=true) when
+    something was changed; its message and RV(gpus) say which settings were changed on which GPUs and which GPUs
+    were left as they were.
+  - A locked clock range is remembered under O(state_dir) before it is set, so that a later C(reset) always knows
+    about it; O(state_dir) is checked before anything changes.
   - Without nvidia-ml-py or a loaded driver the task fails; in check mode it reports a change with a warning
     instead, since an earlier role of the same run may be what installs them.
 options:
@@ -156,7 +162,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 gpus:
-  description: Each targeted GPU with its settings before and after, and what changed.
+  description: Each targeted GPU with its settings before and after, and what changed. When a change failed
+    part-way, the GPUs up to the one that failed, each with what was changed on it.
   returned: always
   type: list
   elements: dict
@@ -218,50 +225,23 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
     SETTINGS,
     ConfigError,
     GpuConfigurator,
     LockedClocksMemory,
-    desired_per_gpu,
+    check_rules,
     diff_by_gpu,
-    normalise_settings,
     run_in_session,
 )
 
 
 def configure(module, session, rules):
-    params = module.params
     if os.geteuid() != 0 and not module.check_mode:
         raise ConfigError("changing GPU settings needs root: run the task with become: true")
-
-    configurator = GpuConfigurator(session, LockedClocksMemory(params["state_dir"]))
-    inventory = configurator.inventory()
-    desired = desired_per_gpu(rules, inventory)
-    targets = [inventory[i] for i in sorted(desired)]
-    lost = [gpu["index"] for gpu in targets if gpu["lost"]]
-    if lost and not params["skip_lost"]:
-        raise ConfigError("GPU %s is lost; nothing was changed (skip_lost: true handles the others)"
-                          % ", ".join(str(i) for i in lost))
-    targets = [gpu for gpu in targets if not gpu["lost"]]
-
-    current = {gpu["index"]: configurator.read(gpu) for gpu in targets}
-    errors = [error for gpu in targets
-              for error in configurator.validate(desired[gpu["index"]], current[gpu["index"]], "GPU %d" % gpu["index"])]
-    if errors:
-        raise ConfigError("nothing was changed: " + "; ".join(errors))
-
-    results = []
-    for gpu in targets:
-        before = current[gpu["index"]]
-        changes = configurator.plan(desired[gpu["index"]], before)
-        if changes and not module.check_mode:
-            configurator.apply(gpu, changes, "GPU %d" % gpu["index"])
-        after = configurator.view(before, changes)
-        results.append({"index": gpu["index"], "uuid": gpu["uuid"], "before": configurator.view(before),
-                        "after": after, "changed": [s for s in SETTINGS if s in changes],
-                        "pending": configurator.reset_pending(after)})
-    return results, lost
+    configurator = GpuConfigurator(session, LockedClocksMemory(module.params["state_dir"]))
+    return _gpu_config.configure(configurator, rules, module.check_mode, module.params["skip_lost"])
 
 
 # The settings, at the top level (for O(gpus)) and in each O(per_gpu) entry.
@@ -291,8 +271,8 @@ def main():
     rules = [(module.params["gpus"], module.params, "")] + [
         (rule["gpus"], rule, "per_gpu[%d]." % n) for n, rule in enumerate(module.params["per_gpu"] or [])]
     try:  # what needs no GPU is checked before NVML is touched
-        for _selectors, settings, prefix in rules:
-            normalise_settings(settings, prefix)
+        check_rules(rules)
+        LockedClocksMemory(module.params["state_dir"]).check()
     except ConfigError as exc:
         module.fail_json(msg=str(exc))
 

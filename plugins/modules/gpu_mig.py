@@ -18,7 +18,12 @@ description:
     M(accelops.gpu.gpu_config)), every profile must be one this GPU offers, and the layout must fit its memory
     slices and placements.
   - Refuses to destroy an instance that has processes on it unless O(force=true); even then NVML itself refuses
-    while a process runs there.
+    while a process runs there (busy instances are destroyed first, so that this refusal comes before anything else
+    is destroyed; check mode warns about it).
+  - Any NVML error while the GPUs are read fails the task before anything changes. A change that fails part-way
+    fails the task with C(changed=true) when something was changed, and RV(gpus) lists exactly which instances
+    were destroyed and created on which GPU before the failure.
+  - Layout entries must be profile names such as C(1g.10gb) or C(1g.10gb+me), without spaces.
   - Returns the MIG devices with their UUIDs, which schedulers and container runtimes take
     (C(NVIDIA_VISIBLE_DEVICES=MIG-...)).
 options:
@@ -120,9 +125,15 @@ gpus:
       type: list
       elements: str
       returned: always
+    changed:
+      description: What was changed (or would be), in order, as C(destroyed <profile>@<slice>) and
+        C(created <profile>@<slice>).
+      type: list
+      elements: str
+      returned: always
     mig_devices:
       description: The MIG devices after the run (uuid, name, profile, gpu_instance_id, compute_instance_id); in
-        check mode those that exist now.
+        check mode those that exist now; null when NVML could not list them after the change.
       type: list
       elements: dict
       returned: always
@@ -140,8 +151,6 @@ gpus:
           compute_instance_id: 0
 """
 
-from collections import Counter
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
@@ -151,38 +160,12 @@ from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import (
     resolve_targets,
     run_in_session,
 )
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_mig import MigManager, fit, plan_layout
-
-
-def check_gpu(manager, gpu, layout, force):
-    """Return (plan, problems) for one GPU; the plan is None when a problem prevents planning."""
-    label, handle = "GPU %d" % gpu["index"], gpu["handle"]
-    modes = manager.nvml.query("nvmlDeviceGetMigMode", handle)
-    if modes is None:
-        return None, ["%s: MIG is not supported on this GPU" % label]
-    if not modes[0]:
-        state = "enabled but waits for a GPU reset" if modes[1] else "off"
-        return None, ["%s: MIG mode is %s; enable it with accelops.gpu.gpu_config (mig_mode: true) and reset the GPU"
-                      % (label, state)]
-    table = manager.profiles(handle)
-    unknown = sorted(set(layout) - set(table))
-    if unknown:
-        return None, ["%s: profile %s is not offered; this GPU offers %s"
-                      % (label, ", ".join(unknown), ", ".join(sorted(table, key=lambda n: (table[n]["slices"], n))))]
-    too_many = ["%d x %s (at most %d)" % (n, name, table[name]["count"])
-                for name, n in sorted(Counter(layout).items()) if n > table[name]["count"]]
-    placements = {name: table[name]["placements"] for name in table}
-    if too_many or fit(layout, placements) is None:
-        return None, ["%s: layout %s does not fit this GPU's memory slices and placements%s"
-                      % (label, " + ".join(layout), (": " + ", ".join(too_many)) if too_many else "")]
-    current = manager.instances(handle, table, manager.processes(handle))
-    plan = plan_layout(layout, current, placements)
-    busy = [i for i in plan["destroy"] if i["processes"]]
-    if busy and not force:
-        return plan, ["%s: the %s instance (GPU instance %d) would be destroyed but runs processes %s; set force: true "
-                      "to destroy it anyway" % (label, i["profile"], i["id"],
-                                                ", ".join(str(p["pid"]) for p in i["processes"])) for i in busy]
-    return dict(plan, current=current, table=table), []
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_mig import (
+    MigManager,
+    check_layout,
+    devices_or_none,
+    lay_out,
+)
 
 
 def run(module, session):
@@ -193,31 +176,14 @@ def run(module, session):
     lost = [str(g["index"]) for g in targets if g["lost"]]
     if lost:
         raise ConfigError("GPU %s is lost; nothing was changed" % ", ".join(lost))
-
-    plans, problems = {}, []
-    for gpu in targets:
-        plan, found = check_gpu(manager, gpu, params["layout"], params["force"])
-        problems.extend(found)
-        plans[gpu["index"]] = plan
-    if problems:
-        raise ConfigError("nothing was changed: " + "; ".join(problems))
-
-    results = []
-    for gpu in targets:
-        plan, label = plans[gpu["index"]], "GPU %d" % gpu["index"]
-        created = ["%s@%d" % (name, start) for name, start, _size in plan["create"]]
-        destroyed = ["%s@%d" % (i["profile"], i["start"]) for i in plan["destroy"]]
-        if (created or destroyed) and not module.check_mode:
-            for instance in sorted(plan["destroy"], key=lambda i: not i["processes"]):
-                manager.destroy(instance, label)
-            for spot in plan["create"]:
-                manager.create(gpu["handle"], plan["table"][spot[0]], spot, label)
-        before = sorted(i["profile"] for i in plan["current"])
-        results.append({
-            "index": gpu["index"], "uuid": gpu["uuid"], "before": before,
-            "after": sorted(params["layout"]) if created or destroyed else before,
-            "destroyed": destroyed, "created": created, "mig_devices": manager.devices(gpu["handle"]),
-        })
+    results, plans = lay_out(manager, targets, params["layout"], params["force"], module.check_mode)
+    busy = [i for plan in plans.values() for i in plan["busy"]]
+    if busy and module.check_mode:
+        module.warn("check mode: NVML refuses to destroy a MIG instance while a process runs on it, force or not; "
+                    "the real run fails unless processes %s have ended by then"
+                    % ", ".join(str(p["pid"]) for i in busy for p in i["processes"]))
+    for gpu, result in zip(targets, results):
+        result["mig_devices"] = devices_or_none(manager, gpu)
     return results
 
 
@@ -231,9 +197,14 @@ def main():
         supports_check_mode=True,
     )
 
+    try:
+        check_layout(module.params["layout"])
+    except ConfigError as exc:
+        module.fail_json(msg=str(exc))
+
     def work(session):
         results = run(module, session)
-        result = dict(changed=any(r["created"] or r["destroyed"] for r in results), gpus=results)
+        result = dict(changed=any(r["changed"] for r in results), gpus=results)
         if module._diff:
             result["diff"] = diff_by_gpu(results)
         return result

@@ -37,73 +37,68 @@ def arguments(argv):
     return check, lib, paths
 
 
+def report(results, check, say, what):
+    """One line per GPU, as before: "GPU 0: set power_limit_w", "GPU 1: MIG layout as configured"."""
+    for result in results:
+        if not result["changed"]:
+            state = "as configured"
+        elif what == "settings":
+            state = "%s %s" % ("differs" if check else "set", ", ".join(sorted(result["changed"])))
+        else:
+            state = "differs" if check else "laid out"
+        say("GPU %d: %s%s" % (result["index"], "MIG layout " if what == "mig" else "", state))
+
+
 def settings_pass(session, config, check, state_dir, say):
+    """The gpu_config policy over every GPU: validate all, then apply; lost GPUs are left out and reported."""
     from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
 
+    rules = [(["all"], config.get("settings") or {}, "settings.")] + [
+        (rule.get("gpus", ["all"]), rule, "per_gpu[%d]." % n) for n, rule in enumerate(config.get("per_gpu") or [])]
+    if not any(gc.normalise_settings(settings, prefix) for _selectors, settings, prefix in rules):
+        return False, False
     memory = gc.LockedClocksMemory(state_dir)
+    memory.check()
     if not check:
         memory.save({})  # the driver has just loaded: nothing is locked, whatever an earlier boot remembered
     configurator = gc.GpuConfigurator(session, memory)
-    gpus = configurator.inventory()
-    rules = [(["all"], config.get("settings") or {}, "settings.")] + [
-        (rule.get("gpus", ["all"]), rule, "per_gpu[%d]." % n) for n, rule in enumerate(config.get("per_gpu") or [])]
-    desired = gc.desired_per_gpu(rules, gpus)
-    differs = failed = False
-    for index in sorted(desired):
-        gpu, label = gpus[index], "GPU %d" % index
-        if gpu["lost"]:
-            say("%s: lost, left out" % label)
-            failed = True
-            continue
-        current = configurator.read(gpu)
-        errors = configurator.validate(desired[index], current, label)
-        if errors:
-            say("; ".join(errors))
-            failed = True
-            continue
-        changes = configurator.plan(desired[index], current)
-        if check:
-            changes.pop("locked_clocks_mhz", None)  # cannot be read back, so never reported as differing
-        if changes:
-            differs = True
-            if not check:
-                configurator.apply(gpu, changes, label)
-        say("%s: %s" % (label, ("%s %s" % ("differs" if check else "set", ", ".join(sorted(changes))))
-                        if changes else "as configured"))
-    return differs, failed
+    try:
+        results, lost = gc.configure(configurator, rules, check, skip_lost=True, unreadable_clocks=True)
+    except gc.ApplyFailed as exc:
+        report(exc.results[:-1], check, say, "settings")
+        raise
+    for index in lost:
+        say("GPU %d: lost, left out" % index)
+    report(results, check, say, "settings")
+    return any(r["changed"] for r in results), bool(lost)
 
 
 def mig_pass(session, config, check, say):
+    """The gpu_mig policy for each layout: validate every GPU it names, then lay them out."""
     from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
     from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_mig as gm
 
     manager = gm.MigManager(session)
+    layouts = config.get("mig_layouts") or []
+    if not layouts:
+        return False, False
     gpus = gc.inventory(session)
     differs = failed = False
-    for layout in config.get("mig_layouts") or []:
-        for index in gc.resolve_targets(layout.get("gpus", ["all"]), gpus):
-            gpu, label = gpus[index], "GPU %d" % index
-            modes = session.query("nvmlDeviceGetMigMode", gpu["handle"]) if not gpu["lost"] else None
-            if not modes or not modes[0]:
-                say("%s: MIG mode is not on, layout left out" % label)
+    for n, layout in enumerate(layouts):
+        gm.check_layout(layout.get("layout") or [], "mig_layouts[%d].layout" % n)
+        targets = [gpus[i] for i in gc.resolve_targets(layout.get("gpus", ["all"]), gpus)]
+        for gpu in targets:
+            if gpu["lost"]:
+                say("GPU %d: lost, MIG layout left out" % gpu["index"])
                 failed = True
-                continue
-            table = manager.profiles(gpu["handle"])
-            placements = {name: table[name]["placements"] for name in table}
-            if set(layout["layout"]) - set(table) or gm.fit(layout["layout"], placements) is None:
-                say("%s: layout %s does not fit this GPU" % (label, " + ".join(layout["layout"])))
-                failed = True
-                continue
-            current = manager.instances(gpu["handle"], table, manager.processes(gpu["handle"]))
-            plan = gm.plan_layout(layout["layout"], current, placements)
-            changing = bool(plan["destroy"] or plan["create"])
-            if changing and not check:
-                for instance in plan["destroy"]:
-                    manager.destroy(instance, label)
-                for spot in plan["create"]:
-                    manager.create(gpu["handle"], table[spot[0]], spot, label)
-            differs = differs or changing
-            say("%s: MIG layout %s" % (label, ("differs" if check else "laid out") if changing else "as configured"))
+        try:
+            results, _plans = gm.lay_out(manager, [g for g in targets if not g["lost"]], layout["layout"], False,
+                                         check)
+        except gc.ApplyFailed as exc:
+            report(exc.results[:-1], check, say, "mig")
+            raise
+        report(results, check, say, "mig")
+        differs = differs or any(r["changed"] for r in results)
     return differs, failed
 
 
@@ -114,10 +109,17 @@ def main(argv):
         return EXIT_USAGE
     sys.path.insert(0, lib)
     from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
-    from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import ConfigError
+    from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import FAULTS, ConfigError, describe_fault
 
-    with open(paths[0], encoding="utf-8") as handle:
-        config = json.load(handle)
+    try:
+        with open(paths[0], encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        print("cannot read %s: %s" % (paths[0], exc))
+        return EXIT_FAILED
+    if not isinstance(config, dict):
+        print("%s: expected a JSON object with settings, per_gpu and mig_layouts" % paths[0])
+        return EXIT_FAILED
     state_dir = os.environ.get("ACCELOPS_GPU_STATE_DIR", "/run/accelops-gpu")
     with _nvml.NvmlSession() as session:
         _available, loaded, reason = session.open()
@@ -127,8 +129,11 @@ def main(argv):
         try:
             differs, failed = settings_pass(session, config, check, state_dir, print)
             mig_differs, mig_failed = mig_pass(session, config, check, print)
-        except ConfigError as exc:
+        except ConfigError as exc:  # nothing changed, or ApplyFailed: what changed before the failure
             print(exc)
+            return EXIT_FAILED
+        except FAULTS as exc:
+            print(describe_fault("NVML", "reading the GPUs", exc))
             return EXIT_FAILED
     if failed or mig_failed:
         return EXIT_FAILED

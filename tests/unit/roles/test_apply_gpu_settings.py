@@ -87,7 +87,8 @@ def test_lays_out_mig_instances_again_after_a_reboot(node):
 @pytest.mark.parametrize("config, message", [
     ({"per_gpu": [{"gpus": ["9"], "persistence_mode": True}]}, "per_gpu[0].gpus: index 9 is out of range"),
     ({"settings": {"power_limit_w": 900}}, "GPU 0: power_limit_w 900 is outside this GPU's range 200-700 W"),
-    ({"mig_layouts": [{"gpus": [3], "layout": ["7g.80gb"]}]}, "GPU 3: MIG mode is not on, layout left out"),
+    ({"mig_layouts": [{"gpus": [3], "layout": ["7g.80gb"]}]},
+     "GPU 3: MIG mode is off; enable it with accelops.gpu.gpu_config"),
 ])
 def test_failures_exit_non_zero_with_a_message(node, config, message):
     rc, out = node("dgx-h100", config)
@@ -97,3 +98,57 @@ def test_failures_exit_non_zero_with_a_message(node, config, message):
 def test_no_driver_is_a_message_not_a_traceback(node):
     rc, out = node("driver-not-loaded", CONFIG)
     assert rc == 1 and "NVML is not usable: the NVIDIA kernel driver is not loaded" in out
+
+
+def with_lines(node, fixture_name, *lines):
+    shutil.copyfile(FIXTURES / ("%s.conf" % fixture_name), node.fixture)
+    with node.fixture.open("a") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+    return node.fixture.read_bytes()
+
+
+def test_a_fault_part_way_stops_and_says_what_changed(node):
+    with_lines(node, "dgx-h100", "fail.nvmlDeviceSetComputeMode=3:GPU_IS_LOST")
+    rc, out = node("dgx-h100", CONFIG)
+    assert rc == 1 and "Traceback" not in out, out
+    assert "GPU 0: set compute_mode, persistence_mode, power_limit_w" not in out  # GPU 0 only needed two of them
+    assert "GPU 0: set compute_mode, power_limit_w" in out and "GPU 1: set compute_mode, power_limit_w" in out
+    assert "GPU 2: the GPU was lost while applying its changes" in out
+    assert "Not changed: GPU 3, GPU 4, GPU 5, GPU 6, GPU 7." in out
+    values = read_fixture(node.fixture)
+    assert values.get("gpu.3.compute_mode") is None
+
+
+@pytest.mark.parametrize("fault", ["fail.nvmlDeviceGetCount_v2=1:UNKNOWN", "fail.nvmlDeviceGetComputeMode=5:UNKNOWN",
+                                   "fail.nvmlDeviceGetUUID=1:UNKNOWN"])
+def test_a_fault_while_reading_changes_nothing(node, fault):
+    before = with_lines(node, "dgx-h100", fault)
+    rc, out = node("dgx-h100", CONFIG)
+    assert rc == 1 and "Traceback" not in out, out
+    assert node.fixture.read_bytes() == before
+
+
+def test_a_busy_mig_instance_is_never_destroyed_at_boot(node):
+    before = with_lines(node, "dgx-a100-mig")
+    rc, out = node("dgx-a100-mig", {"mig_layouts": [{"gpus": [1], "layout": ["7g.80gb"]}]})
+    assert rc == 1 and "would be destroyed but runs processes" in out, out
+    assert node.fixture.read_bytes() == before
+
+
+def test_a_bad_state_dir_is_refused_before_anything_changes(node, tmp_path):
+    (tmp_path / "run").write_text("a file where the state directory should be")
+    before = with_lines(node, "dgx-h100")
+    rc, out = node("dgx-h100", CONFIG)
+    assert rc == 1 and "state_dir: %s exists and is not a directory" % (tmp_path / "run") in out, out
+    assert node.fixture.read_bytes() == before
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{not json"])
+def test_a_broken_config_file_is_a_message(node, tmp_path, text):
+    with_lines(node, "dgx-h100")
+    path = tmp_path / "broken.json"
+    path.write_text(text)
+    env = dict(os.environ, LD_LIBRARY_PATH=str(FAKENVML_DIR), FAKE_NVML_FIXTURE=str(node.fixture))
+    out = subprocess.run([sys.executable, str(SCRIPT), "--lib", str(COLLECTIONS), str(path)], capture_output=True,
+                         text=True, env=env, check=False)
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr

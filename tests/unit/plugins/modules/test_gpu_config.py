@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config
 from ansible_collections.accelops.gpu.plugins.modules import gpu_config
 from simnode import FIXTURES, read_fixture
 
@@ -206,3 +207,118 @@ def test_persistence_on_every_fixture_in_check_mode(configure, name, rc, changed
     if rc == 0:
         assert result["changed"] is changed and len(result["gpus"]) == gpus
     assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+
+
+# --------------------------------------------------------------------------- bad input the checks used to let through
+
+MORE_BAD_INPUT = [
+    ({"gpus": ["³"], "persistence_mode": True}, "gpus: '³' is neither 'all', a GPU index (ASCII digits)"),
+    ({"gpus": ["٣"], "persistence_mode": True}, "gpus: '٣' is neither 'all', a GPU index (ASCII digits)"),
+    ({"gpus": ["9" * 5000], "persistence_mode": True}, "is neither 'all', a GPU index (ASCII digits)"),
+    ({"gpus": [True], "persistence_mode": True}, "gpus: True is neither 'all', a GPU index nor a GPU UUID"),
+    ({"gpus": ["-1"], "persistence_mode": True}, "gpus: '-1' is neither 'all', a GPU index (ASCII digits)"),
+    ({"gpus": ["GPU-1\n"], "persistence_mode": True}, "is neither 'all', a GPU index (ASCII digits) nor a GPU UUID"),
+    ({"locked_clocks_mhz": {"min": 1500.9, "max": 1980}}, "locked_clocks_mhz: min and max must be whole MHz"),
+    ({"locked_clocks_mhz": {"min": 1e400, "max": 1e400}}, "locked_clocks_mhz: min and max must be whole MHz"),
+    ({"locked_clocks_mhz": {"min": True, "max": 1980}}, "locked_clocks_mhz: min and max must be whole MHz"),
+    ({"per_gpu": []}, "no setting given: set at least one of persistence_mode"),
+    ({"power_limit_w": 600, "per_gpu": [{"gpus": ["1"]}]}, "per_gpu[0].gpus: this entry sets nothing"),
+    ({"gpus": ["9"], "per_gpu": [{"gpus": ["1"], "power_limit_w": 400}]}, "gpus: index 9 is out of range"),
+    ({"gpus": ["nine"], "per_gpu": [{"gpus": ["1"], "power_limit_w": 400}]}, "gpus: 'nine' is neither"),
+    ({"persistence_mode": True, "state_dir": ""}, "state_dir: give an absolute directory path"),
+    ({"persistence_mode": True, "state_dir": "relative/dir"}, "state_dir: give an absolute directory path"),
+    ({"persistence_mode": True, "state_dir": "/tmp/a\x00b"}, "state_dir: give an absolute directory path"),
+]
+
+
+@pytest.mark.parametrize("args, message", MORE_BAD_INPUT, ids=[m[:40] for _a, m in MORE_BAD_INPUT])
+def test_more_bad_input_is_one_clear_error_and_changes_nothing(configure, tmp_path, args, message):
+    rc, result, path = configure("dgx-h100", **args)
+    assert rc == 1 and message in result["msg"], result
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_state_dir_that_is_a_file_is_refused_before_any_lock(configure, tmp_path):
+    state = tmp_path / "state-file"
+    state.write_text("not a directory")
+    rc, result, path = configure("dgx-h100", locked_clocks_mhz={"min": 1500, "max": 1980}, state_dir=str(state))
+    assert rc == 1 and result["msg"] == "state_dir: %s exists and is not a directory; nothing was changed" % state
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+
+
+# --------------------------------------------------------------------------- NVML faults in every phase
+
+def with_fault(configure, *lines):
+    """Install dgx-h100 with fault lines appended; returns the fixture's bytes after them."""
+    _rc, _result, path = configure("dgx-h100", gpus=["0"], persistence_mode=True, _ansible_check_mode=True)
+    with path.open("a") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("fail.nvmlDeviceGetCount_v2=1:UNKNOWN", "cannot count the GPUs: nvmlDeviceGetCount: Unknown Error"),
+    ("fail.nvmlDeviceGetUUID=3:UNKNOWN", "GPU 2: cannot identify it: nvmlDeviceGetUUID: Unknown Error"),
+    ("fail.nvmlDeviceGetHandleByIndex_v2=2:INSUFFICIENT_POWER", "GPU 1: cannot identify it"),
+    ("fail.nvmlDeviceGetPowerManagementLimit=4:UNKNOWN",
+     "nothing was changed: GPU 3: reading its current state failed: nvmlDeviceGetPowerManagementLimit: Unknown Error"),
+    ("fail.nvmlDeviceGetPersistenceMode=6:GPU_IS_LOST",
+     "nothing was changed: GPU 5: the GPU was lost while reading its current state"),
+    ("fail.nvmlDeviceGetSupportedGraphicsClocks=1+:TIMEOUT", "GPU 0: reading its current state failed"),
+])
+def test_a_fault_before_any_change_changes_nothing(configure, fault, message):
+    before = with_fault(configure, fault)
+    rc, result, path = configure("dgx-h100", power_limit_w=500)
+    assert rc == 1 and message in result["msg"], result["msg"]
+    assert result.get("changed", False) is False
+    assert path.read_bytes() == before
+
+
+def test_a_gpu_lost_part_way_says_what_was_changed(configure):
+    with_fault(configure, "fail.nvmlDeviceSetPowerManagementLimit=3:GPU_IS_LOST")
+    rc, result, path = configure("dgx-h100", power_limit_w=500, persistence_mode=False, _ansible_diff=True)
+    assert rc == 1 and result["changed"] is True
+    assert result["msg"].startswith("GPU 2: the GPU was lost while applying its changes")
+    assert "Changed before the failure: GPU 0 (persistence_mode, power_limit_w); GPU 1 (persistence_mode, " \
+           "power_limit_w); GPU 2 (persistence_mode). Not changed: GPU 3, GPU 4, GPU 5, GPU 6, GPU 7." in result["msg"]
+    both = ["persistence_mode", "power_limit_w"]
+    assert [g["changed"] for g in result["gpus"]] == [both, both, ["persistence_mode"]]
+    assert result["gpus"][2]["after"]["power_limit_w"] == 700.0  # not changed on the GPU that failed
+    assert result["diff"]["after"]["GPU 1"]["power_limit_w"] == 500.0
+    values = read_fixture(path)
+    assert [values.get("gpu.%d.power.limit_mw" % i, values["gpu.*.power.limit_mw"]) for i in range(4)] == \
+        ["500000", "500000", "700000", "700000"]
+
+
+def test_a_refused_setting_on_the_first_gpu_changed_nothing(configure):
+    before = with_fault(configure, "fail.nvmlDeviceSetComputeMode=1:UNKNOWN")
+    rc, result, path = configure("dgx-h100", compute_mode="prohibited")
+    assert rc == 1 and result["changed"] is False
+    assert "GPU 0: setting compute_mode to prohibited failed: Unknown Error. Changed before the failure: nothing. " \
+           "Not changed: GPU 0, GPU 1" in result["msg"]
+    assert path.read_bytes() == before
+
+
+def test_locked_clocks_are_remembered_before_a_later_failure(configure, tmp_path):
+    with_fault(configure, "fail.nvmlDeviceSetGpuLockedClocks=2:GPU_IS_LOST")
+    lock = {"min": 1500, "max": 1980}
+    rc, result, _path = configure("dgx-h100", gpus=["0", "1"], locked_clocks_mhz=lock)
+    assert rc == 1 and result["changed"] is True and "GPU 0 (locked_clocks_mhz)" in result["msg"]
+    remembered = (tmp_path / "state" / "locked-clocks.json").read_text()
+    assert '"min": 1500' in remembered and remembered.count("GPU-") == 2  # GPU 1's may have been set: never forgotten
+    rc, reset, path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz="reset")
+    assert rc == 0 and reset["changed"] is True
+    assert "gpu.0.clocks.locked_min_mhz" not in read_fixture(path)
+
+
+def test_a_lock_nvml_refuses_is_not_remembered(configure, tmp_path):
+    with_fault(configure, "fail.nvmlDeviceSetGpuLockedClocks=1:UNKNOWN")
+    rc, result, _path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz={"min": 1500, "max": 1980})
+    assert rc == 1 and result["changed"] is False
+    assert "GPU-" not in (tmp_path / "state" / "locked-clocks.json").read_text()
+
+
+def test_a_huge_integer_index_is_refused():
+    with pytest.raises(_gpu_config.ConfigError, match="an integer of 16610 bits is neither 'all', a GPU index"):
+        _gpu_config.check_selectors([10 ** 5000])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.modules import gpu_facts, gpu_mig
@@ -139,3 +141,73 @@ def test_layout_on_every_fixture_without_mig_is_refused(mig, name, message):
 def test_no_gpu_host_has_nothing_to_lay_out(mig):
     rc, result, _path = mig("no-gpu", layout=["1g.10gb"])
     assert rc == 0 and result["changed"] is False and result["gpus"] == []
+
+
+# --------------------------------------------------------------------------- layout names and NVML faults
+
+
+@pytest.mark.parametrize("layout, message", [
+    ([""], "layout[0]: '' is not a MIG GPU-instance profile name"),
+    ([" 1g.10gb"], "layout[0]: ' 1g.10gb' is not a MIG GPU-instance profile name"),
+    (["1g.10gb", "1g.10gb\n"], "layout[1]: '1g.10gb\\n' is not a MIG GPU-instance profile name"),
+    (["MIG 1g.10gb"], "layout[0]: 'MIG 1g.10gb' is not"),
+])
+def test_malformed_profile_names_are_refused_before_nvml(mig, layout, message):
+    rc, result, path = mig("dgx-a100-mig", gpus=[0], layout=layout)
+    assert rc == 1 and message in result["msg"], result["msg"]
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("fail.nvmlDeviceGetCount_v2=1:UNKNOWN", "cannot count the GPUs"),
+    ("fail.nvmlDeviceGetGpuInstances=1:UNKNOWN",
+     "nothing was changed: GPU 0: reading its current state failed: nvmlDeviceGetGpuInstances: Unknown Error"),
+    ("fail.nvmlGpuInstanceGetInfo=3:GPU_IS_LOST", "GPU 0: the GPU was lost while reading its current state"),
+    ("fail.nvmlDeviceGetMigMode=2:UNKNOWN", "GPU 1: reading its current state failed: nvmlDeviceGetMigMode"),
+])
+def test_a_fault_while_reading_changes_nothing(mig, fault, message):
+    rc, result, path = mig("dgx-a100-mig", [fault], gpus=[0, 1], layout=["7g.80gb"])
+    assert rc == 1 and message in result["msg"], result["msg"]
+    assert result.get("changed", False) is False
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes() + (fault + "\n").encode()
+
+
+def test_a_failed_create_reports_exactly_what_was_destroyed(mig):
+    fault = "fail.nvmlDeviceCreateGpuInstanceWithPlacement=1:INSUFFICIENT_RESOURCES"
+    rc, result, path = mig("dgx-a100-mig", [fault], gpus=[0], layout=["7g.80gb"])
+    assert rc == 1 and result["changed"] is True
+    gpu = result["gpus"][0]
+    assert gpu["destroyed"] == ["1g.10gb@%d" % s for s in range(7)] and gpu["created"] == []
+    assert gpu["after"] == [] and gpu["before"] == ["1g.10gb"] * 7
+    assert result["msg"].startswith("GPU 0: creating a 7g.80gb instance at memory slice 0 failed")
+    assert "Changed before the failure: GPU 0 (destroyed 1g.10gb@0, destroyed 1g.10gb@1" in result["msg"]
+    assert not any(key.startswith("gpu.0.gi.") for key in read_fixture(path))
+
+
+def test_nvml_refusing_the_second_gpu_names_what_the_first_lost(mig):
+    rc, result, _path = mig("dgx-a100-mig", gpus=[0, 1], layout=[], force=True)
+    assert rc == 1 and result["changed"] is True
+    assert result["msg"].startswith("GPU 1: destroying the 3g.40gb instance (GPU instance 2) failed: In use")
+    assert "Not changed: GPU 1." in result["msg"]  # the busy instance is destroyed first, so nothing else went
+    assert [len(g["destroyed"]) for g in result["gpus"]] == [7, 0]
+
+
+def test_a_gpu_lost_part_way(mig):
+    fault = "fail.nvmlGpuInstanceDestroy=3:GPU_IS_LOST"
+    rc, result, path = mig("dgx-a100-mig", [fault], gpus=[0], layout=["7g.80gb"])
+    assert rc == 1 and result["changed"] is True
+    assert result["msg"].startswith("GPU 0: the GPU was lost while applying its changes")
+    assert result["gpus"][0]["destroyed"] == ["1g.10gb@0", "1g.10gb@1"]
+    assert result["gpus"][0]["after"] == ["1g.10gb"] * 5
+    assert sum(1 for key in read_fixture(path) if re.fullmatch(r"gpu\.0\.gi\.\d+\.profile", key)) == 5
+
+
+def test_check_mode_with_force_warns_that_nvml_will_refuse(mig, monkeypatch):
+    from ansible.module_utils import _internal
+
+    monkeypatch.setattr(_internal, "is_controller", False)  # an earlier test may have loaded the controller side
+    rc, result, path = mig("dgx-a100-mig", gpus=[1], layout=["7g.80gb"], force=True, _ansible_check_mode=True)
+    assert rc == 0 and result["changed"] is True
+    assert any("NVML refuses to destroy a MIG instance while a process runs on it" in str(w)
+               for w in result.get("warnings", [])), result
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()

@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: whole numbers read from users and from sysfs, ASCII digits only."""
+
+from __future__ import annotations
+
+import re
+
+# Enough for any index, clock, MTU or counter; a longer run of digits is a mistake or an attack, not a number.
+MAX_DIGITS = 20
+DECIMAL = re.compile(r"\A-?[0-9]{1,%d}\Z" % MAX_DIGITS)
+HEXADECIMAL = re.compile(r"\A0[xX][0-9a-fA-F]{1,16}\Z")
+
+
+def decimal(text, negative=False):
+    """The int that ``text`` spells in ASCII decimal digits (str.isdigit() also takes '³' and '٣'); else None."""
+    if not isinstance(text, str) or not DECIMAL.match(text) or (text.startswith("-") and not negative):
+        return None
+    return int(text, 10)
+
+
+def whole(value, negative=False):
+    """An int given as an int (not a bool) or as ASCII decimal digits; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if (negative or value >= 0) and value.bit_length() <= 64 else None
+    return decimal(value, negative) if isinstance(value, str) else None
+
+
+def decimal_or_hex(text):
+    """``0x..`` hexadecimal or ASCII decimal, as sysfs writes numbers; else None."""
+    if not isinstance(text, str):
+        return None
+    text = text.strip()
+    if HEXADECIMAL.match(text):
+        return int(text, 16)
+    return decimal(text)
