@@ -1,0 +1,116 @@
+"""signing_key_problems over what the real gpg prints for key files made at test time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.filter.signing_key_problems import FilterModule, signing_key_problems
+
+pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")  # make test installs it
+
+
+class Keys:
+    """Two throw-away signing keys (one with a subkey) in their own GNUPGHOME, exported as key files."""
+
+    def __init__(self, home):
+        self.home = home
+        home.mkdir(mode=0o700)
+        self.env = dict(os.environ, GNUPGHOME=str(home))
+        self.pinned = self.generate("Pinned Repository <pinned@example.org>")
+        self.other = self.generate("Someone Else <other@example.org>")
+        self.gpg("--quick-add-key", self.pinned, "ed25519", "sign", "never")
+
+    def gpg(self, *args):
+        return subprocess.run(["gpg", "--batch", "--quiet", "--no-tty", "--pinentry-mode", "loopback",
+                               "--passphrase", "", *args], env=self.env, capture_output=True, check=True).stdout
+
+    def generate(self, uid):
+        self.gpg("--quick-generate-key", uid, "ed25519", "sign", "never")
+        listing = self.gpg("--with-colons", "--list-keys", uid).decode()
+        return [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][0]
+
+    def export(self, *fingerprints, secret=False):
+        return self.gpg("--armor", "--export-secret-keys" if secret else "--export", *fingerprints)
+
+    def show(self, path):
+        """What the roles run on a downloaded key file."""
+        out = subprocess.run(["gpg", "--batch", "--with-colons", "--show-keys", str(path)], env=self.env,
+                             capture_output=True, check=False)
+        return out.stdout.decode().splitlines()
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    made = Keys(tmp_path_factory.mktemp("gpg") / "home")
+    yield made
+    subprocess.run(["gpgconf", "--kill", "all"], env=made.env, check=False, capture_output=True)
+
+
+def key_file(tmp_path, *parts):
+    path = tmp_path / "repo.pub"
+    path.write_bytes(b"".join(parts))
+    return path
+
+
+def test_the_pinned_key_with_its_subkey_is_trusted(keys, tmp_path):
+    lines = keys.show(key_file(tmp_path, keys.export(keys.pinned)))
+    assert sum(line.startswith("sub:") for line in lines) == 1  # the subkey is really there
+    assert signing_key_problems(lines, keys.pinned) == []
+    assert signing_key_problems("\n".join(lines), keys.pinned.lower()) == []  # text, any case
+
+
+def test_the_pinned_key_plus_another_primary_key_is_refused(keys, tmp_path):
+    lines = keys.show(key_file(tmp_path, keys.export(keys.pinned), keys.export(keys.other)))
+    problems = signing_key_problems(lines, keys.pinned, source="https://mirror/repo.pub")
+    assert problems == ["https://mirror/repo.pub holds primary key %s besides the pinned %s; only the pinned key "
+                        "may be in it" % (keys.other, keys.pinned)]
+
+
+def test_both_keys_in_one_export_are_refused_too(keys, tmp_path):
+    lines = keys.show(key_file(tmp_path, keys.export(keys.other, keys.pinned)))
+    assert len(signing_key_problems(lines, keys.pinned)) == 1
+
+
+def test_another_key_alone_is_refused(keys, tmp_path):
+    problems = signing_key_problems(keys.show(key_file(tmp_path, keys.export(keys.other))), keys.pinned)
+    assert "the key file holds primary key %s besides the pinned" % keys.other in problems[0]
+    assert problems[1] == "the key file does not hold the pinned %s" % keys.pinned
+
+
+def test_a_pinned_fingerprint_that_is_only_a_subkey_is_refused(keys, tmp_path):
+    lines = keys.show(key_file(tmp_path, keys.export(keys.pinned)))
+    subkey = [line.split(":")[9] for line in lines if line.startswith("fpr:")][1]
+    problems = signing_key_problems(lines, subkey)
+    assert problems[-1] == "the key file does not hold the pinned %s as a primary key (only as a subkey)" % subkey
+
+
+def test_secret_key_material_is_refused(keys, tmp_path):
+    problems = signing_key_problems(keys.show(key_file(tmp_path, keys.export(keys.pinned, secret=True))), keys.pinned)
+    assert problems == ["the key file holds secret key material; a repository key file holds public keys only"]
+
+
+@pytest.mark.parametrize("content", [b"", b"not a key\n", b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nAAAA\n"])
+def test_a_file_without_a_key_is_refused(keys, tmp_path, content):
+    problems = signing_key_problems(keys.show(key_file(tmp_path, content)), keys.pinned)
+    assert problems == ["the key file holds no OpenPGP key (expected the pinned %s)" % keys.pinned]
+
+
+@pytest.mark.parametrize("listing, fingerprint, message", [
+    (None, "A" * 40, "expected gpg's --with-colons output as text or lines, got NoneType"),
+    ([1, 2], "A" * 40, "expected gpg's --with-colons output as text or lines, got list"),
+    ([], "ABC", "fingerprint must be 40 hex digits, got 'ABC'"),
+    ([], "A" * 39 + "\n", "fingerprint must be 40 hex digits"),
+    ([], None, "fingerprint must be 40 hex digits, got None"),
+])
+def test_bad_input_is_a_filter_error(listing, fingerprint, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        signing_key_problems(listing, fingerprint)
+
+
+def test_registered():
+    assert FilterModule().filters()["signing_key_problems"] is signing_key_problems
