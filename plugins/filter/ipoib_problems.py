@@ -53,6 +53,8 @@ _value:
 
 import ipaddress
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown, whole
+
 KEYS = ("interface", "address", "mtu", "mode")
 MODES = {"datagram": 4092, "connected": 65520}
 MIN_MTU = 1280  # IPv6's minimum; IPoIB in datagram mode carries 2044 on a 2K fabric MTU
@@ -105,9 +107,10 @@ def _address_problems(field, address):
 def _mtu_problems(field, mtu, limit, mode):
     if mtu is None:
         return []
-    if isinstance(mtu, bool) or not str(mtu).isdigit():
-        return ["%s.mtu: must be a number, got %r" % (field, mtu)]
-    if not MIN_MTU <= int(mtu) <= limit:
+    value = whole(mtu) if not isinstance(mtu, str) else whole(mtu.strip(" "))
+    if value is None:
+        return ["%s.mtu: must be a number, whole and in ASCII digits, got %s" % (field, shown(mtu))]
+    if not MIN_MTU <= value <= limit:
         return ["%s.mtu: must be between %d and %d in %s mode, got %s" % (field, MIN_MTU, limit, mode, mtu)]
     return []
 

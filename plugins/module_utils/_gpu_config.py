@@ -18,7 +18,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import (
     label,
     validate_every_gpu,
 )
-from ansible_collections.accelops.gpu.plugins.module_utils._numbers import whole
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown, whole
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NVML_ERROR_NO_PERMISSION, GpuLost, NvmlCallError
 
 COMPUTE_MODES = {"default": 0, "prohibited": 2, "exclusive_process": 3}
@@ -109,16 +109,14 @@ def check_selectors(selectors):
         raise ConfigError("gpus: give 'all' or a list of GPU indexes or UUIDs, got an empty list")
     checked = []
     for selector in selectors:
-        if isinstance(selector, int) and not isinstance(selector, bool) and whole(selector) is None:
-            raise ConfigError("gpus: %s is neither 'all', a GPU index nor a GPU UUID (GPU-...)"
-                              % ("an integer of %d bits" % selector.bit_length() if selector > 0 else selector))
-        if isinstance(selector, bool) or not isinstance(selector, (int, str)):
-            raise ConfigError("gpus: %r is neither 'all', a GPU index nor a GPU UUID (GPU-...)" % (selector,))
+        if isinstance(selector, bool) or not isinstance(selector, (int, str)) or (
+                isinstance(selector, int) and whole(selector) is None):
+            raise ConfigError("gpus: %s is neither 'all', a GPU index nor a GPU UUID (GPU-...)" % shown(selector))
         text = str(selector).strip(" ")
         if whole(text) is None and (not text.isprintable() or not text.isascii() or len(text) > 64
                                         or text.lstrip("-").isdigit()):
-            raise ConfigError("gpus: %r is neither 'all', a GPU index (ASCII digits) nor a GPU UUID (GPU-...)"
-                              % (selector,))
+            raise ConfigError("gpus: %s is neither 'all', a GPU index (ASCII digits) nor a GPU UUID (GPU-...)"
+                              % shown(selector))
         checked.append(text)
     if "all" in checked and len(checked) > 1:
         raise ConfigError("gpus: 'all' cannot be combined with other selectors, got %s" % ", ".join(checked))

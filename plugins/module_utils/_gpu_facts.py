@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _pci
@@ -33,6 +34,26 @@ NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
 NVML_NVLINK_MAX_LINKS = 36
 MIB = 1 << 20
 MIG_PROFILE = re.compile(r"MIG (\S+)\s*$")
+
+
+def check_subsets(requested):
+    """One message for the ``gather_subset`` entries that are not ``all``, a subset, or ``!`` and a subset; None when
+    all are."""
+    bad = [item for item in requested if not isinstance(item, str) or not (
+        item == "all" or item in SUBSETS or (item.startswith("!") and item[1:] in SUBSETS))]
+    if bad:
+        return ("gather_subset: %s not allowed; give all or a subset name, each subset optionally prefixed with one "
+                "'!' to leave it out (%s)" % (", ".join(repr(b) for b in bad), ", ".join(SUBSETS)))
+    return None
+
+
+def check_sysfs_root(path):
+    """A message when ``sysfs_root`` cannot be a sysfs tree (not an absolute, existing directory); else None."""
+    if not isinstance(path, str) or not path or "\x00" in path or not os.path.isabs(path):
+        return "sysfs_root: give an absolute directory path, got %r" % (path,)
+    if not os.path.isdir(path):
+        return "sysfs_root: %s is not a directory" % path
+    return None
 
 
 def resolve_subsets(requested):
@@ -168,6 +189,7 @@ class GpuFactsCollector:
             "pynvml_available": self.nvml.lib is not None, "nvml_available": False, "driver_loaded": False,
             "reason": None, "driver_version": None,
             "cuda_driver_version": None, "nvml_version": None, "gpu_count": 0, "gpus": [], "topology": None,
+            "errors": [],
             "pci_devices": _pci.scan(self.sysfs_root) if "pci" in self.subsets else None, "health": None,
         }
         available, loaded, reason = self.nvml.open()
@@ -183,7 +205,17 @@ class GpuFactsCollector:
         facts["driver_version"] = text(q("nvmlSystemGetDriverVersion"))
         facts["nvml_version"] = text(q("nvmlSystemGetNVMLVersion"))
         facts["cuda_driver_version"] = cuda_version_string(q("nvmlSystemGetCudaDriverVersion"))
-        count = q("nvmlDeviceGetCount") or 0
+        try:
+            count = self.nvml.call("nvmlDeviceGetCount")
+        except NvmlCallError as exc:
+            count = None
+            self.nvml.errors.append(str(exc))
+        facts["errors"] = list(self.nvml.errors)
+        if count is None:  # never zero GPUs: the count is unknown
+            facts["gpu_count"] = None
+            facts["reason"] = "NVML cannot count the GPUs: %s" % (facts["errors"][-1] if facts["errors"] else
+                                                                    "nvmlDeviceGetCount gave no answer")
+            return
         handles = []
         for index in range(count):
             gpu, handle = self._gpu(index)
@@ -194,7 +226,8 @@ class GpuFactsCollector:
             facts["topology"] = topology_matrix(facts["gpus"], self._pci_levels(facts["gpus"], handles))
 
     def _gpu(self, index):
-        gpu = {"index": index, "lost": False}
+        gpu = {"index": index, "lost": False, "errors": []}
+        seen = len(self.nvml.errors)
         for subset, fields in SUBSET_FIELDS.items():
             if subset in self.subsets:
                 gpu.update(dict.fromkeys(fields))
@@ -209,6 +242,7 @@ class GpuFactsCollector:
             handle = None
         except NvmlCallError as exc:
             gpu["error"] = str(exc)
+        gpu["errors"] = self.nvml.errors[seen:]
         return gpu, handle
 
     def _basic(self, h, gpu):

@@ -21,6 +21,10 @@ def _gpu_findings(gpu, fabric):
     if gpu.get("lost"):
         yield finding(idx, "gpu_lost", "critical", "%s is lost: it fell off the bus or stopped answering" % label)
         return
+    if gpu.get("error"):
+        yield finding(idx, "gpu_unreadable", "critical", "%s cannot be read through NVML: %s" % (label, gpu["error"]))
+    if gpu.get("errors"):
+        yield finding(idx, "nvml_error", "warning", "%s: NVML failed to answer %s" % (label, "; ".join(gpu["errors"])))
     volatile = ((gpu.get("ecc_errors") or {}).get("volatile") or {}).get("uncorrected")
     if volatile:
         yield finding(idx, "ecc_uncorrected", "critical",
@@ -80,7 +84,12 @@ def assess_node(facts, expected_gpu_count=None):
     on_bus = [d for d in facts.get("pci_devices") or [] if d.get("kind") == "gpu"]
     if not facts.get("driver_loaded") and (on_bus or expected_gpu_count):
         result["findings"].insert(0, finding(None, "driver_unavailable", "critical", facts.get("reason")))
-        result["status"] = worst(result["findings"])
+    elif facts.get("driver_loaded") and facts.get("gpu_count", 0) is None:
+        result["findings"].insert(0, finding(None, "gpu_count_unknown", "critical", facts.get("reason")))
+    elif facts.get("errors"):
+        result["findings"].insert(0, finding(None, "nvml_error", "warning",
+                                             "NVML failed to answer %s" % "; ".join(facts["errors"])))
+    result["status"] = worst(result["findings"])
     return result
 
 

@@ -9,6 +9,8 @@ import os
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _pci
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import decimal_or_hex
+from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import read_attribute
 
 # Path types between two PCI functions, nearest first, with NVML's topology levels (nvmlGpuTopologyLevel_t) and
 # the labels nvidia-smi topo -m and NCCL use.
@@ -23,16 +25,13 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 
 def _read(path):
     """A sysfs attribute's text, stripped; None when it is missing or cannot be read."""
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except (OSError, ValueError):
-        return None
+    return read_attribute(path)
 
 
 def _natural(name):
     """Sort key that puts mlx5_2 before mlx5_10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+    return [(0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
+            for part in re.split(r"([0-9]{1,18})", name)]
 
 
 def _listdir(path):
@@ -51,12 +50,7 @@ def parse_enum(text):
 
 def parse_int(text):
     """A sysfs number in hex (``0x1a``) or decimal; None when it is neither."""
-    if not text:
-        return None
-    try:
-        return int(text, 16) if text.lower().startswith("0x") else int(text)
-    except ValueError:
-        return None
+    return decimal_or_hex(text) if text else None
 
 
 def parse_rate(text):

@@ -37,3 +37,11 @@ def decimal_or_hex(text):
     if HEXADECIMAL.match(text):
         return int(text, 16)
     return decimal(text)
+
+
+def shown(value):
+    """``repr(value)`` for a message, also for an int too long for Python to print."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "an integer of %d bits" % value.bit_length()
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

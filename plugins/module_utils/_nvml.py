@@ -57,6 +57,9 @@ NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
 
+# Lookups for which NOT_FOUND is an answer, not a fault.
+LOOKUPS = frozenset(("nvmlSystemGetProcessName", "nvmlDeviceGetMigDeviceHandleByIndex"))
+
 # A value this GPU or driver cannot give: reported as null, never as an error.
 UNAVAILABLE = frozenset((NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND))
 
@@ -91,6 +94,8 @@ class NvmlSession:
         self.lib = lib if lib is not None else pynvml
         self.calls = 0
         self.active = False
+        # Errors that query() read as None: an NVML error is never silently good news, so callers report them.
+        self.errors = []
 
     def open(self):
         """Initialise NVML; return ``(nvml_available, driver_loaded, reason)``. Never raises NVML errors."""
@@ -141,8 +146,14 @@ class NvmlSession:
             raise NvmlCallError(function, code, str(exc)) from None
 
     def query(self, function, *args):
-        """Like :meth:`call`, but any error other than a lost GPU reads as None (for optional facts)."""
+        """Like :meth:`call`, but any error other than a lost GPU reads as None (for optional facts).
+
+        The error is kept in :attr:`errors` (as ``function: message (NVML error N)``), except the answers that
+        mean "no such thing" for a lookup: a process of another PID namespace has no name here.
+        """
         try:
             return self.call(function, *args)
-        except NvmlCallError:
+        except NvmlCallError as exc:
+            if not (exc.code == NVML_ERROR_NOT_FOUND and function in LOOKUPS):
+                self.errors.append(str(exc))
             return None

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import decimal, decimal_or_hex
+from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import read_attribute
+
 NVIDIA_VENDOR_ID = 0x10DE
 
 # PCI device-id ranges of NVIDIA GPU dies, per architecture, from the PCI ID repository (pci.ids) entries
@@ -70,19 +73,21 @@ def device_kind(pci_class):
 
 
 def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
+    return read_attribute(path)
 
 
 def _read_hex(path):
+    """A sysfs hex number (``0x10de``); None for anything else."""
     value = _read(path)
-    try:
-        return int(value, 16) if value else None
-    except ValueError:
+    if not value:
         return None
+    return decimal_or_hex(value if value.lower().startswith("0x") else "0x" + value)
+
+
+def numa_node(text):
+    """sysfs ``numa_node`` (-1 when the platform has none) as an int, or None."""
+    value = decimal(text or "", negative=True)
+    return value if value is not None and value >= 0 else None
 
 
 def scan(sysfs_root="/sys"):
@@ -112,6 +117,6 @@ def scan(sysfs_root="/sys"):
             "architecture": arch,
             "open_kernel_modules": open_module_support(arch) if arch else None,
             "driver": os.path.basename(os.path.realpath(driver_link)) if os.path.exists(driver_link) else None,
-            "numa_node": int(numa) if numa and numa.lstrip("-").isdigit() and int(numa) >= 0 else None,
+            "numa_node": numa_node(numa),
         })
     return devices

@@ -121,10 +121,18 @@ ansible_facts:
           returned: always
           sample: 12.550.54.15
         gpu_count:
-          description: Number of GPUs NVML sees (lost ones included).
+          description: Number of GPUs NVML sees (lost ones included); null when NVML cannot count them (never 0
+            then), with the reason in RV(ansible_facts.nvidia.reason).
           type: int
           returned: always
           sample: 8
+        errors:
+          description: NVML errors other than "not supported" while the system values were read (driver, NVML and
+            CUDA versions, the count); each as C(function: message (NVML error N)). The health verdict reports them.
+          type: list
+          elements: str
+          returned: always
+          sample: []
         gpus:
           description:
             - One entry per GPU, by NVML index. Keys of subsets that were not gathered are absent.
@@ -144,6 +152,8 @@ ansible_facts:
             - C(mig) mig_mode, mig_mode_pending, mig_devices (index, uuid, name, profile, gpu_instance_id,
               compute_instance_id, memory_total_mib, memory_used_mib).
             - C(processes) processes (pid, name, used_memory_mib).
+            - Always errors, the NVML errors other than "not supported" that left a value of this GPU null (the
+              health verdict warns about them), and error where the GPU could not be read at all (critical).
           type: list
           elements: dict
           returned: always
@@ -195,8 +205,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
-    SUBSETS,
     GpuFactsCollector,
+    check_subsets,
+    check_sysfs_root,
     resolve_subsets,
 )
 
@@ -209,11 +220,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    allowed = ("all", *SUBSETS)
-    unknown = [s for s in module.params["gather_subset"] if s.lstrip("!") not in allowed]
-    if unknown:
-        module.fail_json(msg="gather_subset: unknown value(s) %s; allowed: %s, each optionally prefixed with '!'"
-                         % (", ".join(unknown), ", ".join(allowed)))
+    problem = check_subsets(module.params["gather_subset"]) or check_sysfs_root(module.params["sysfs_root"])
+    if problem:
+        module.fail_json(msg=problem)
     with _nvml.NvmlSession() as session:
         collector = GpuFactsCollector(session, resolve_subsets(module.params["gather_subset"]),
                                       module.params["sysfs_root"])

@@ -120,7 +120,11 @@ driver_loaded:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _nvml
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
+    GpuFactsCollector,
+    check_sysfs_root,
+    resolve_subsets,
+)
 
 
 def main():
@@ -133,8 +137,11 @@ def main():
         supports_check_mode=True,
     )
     expected = module.params["expected_gpu_count"]
-    if expected is not None and expected < 0:
-        module.fail_json(msg="expected_gpu_count must be 0 or more, got %d" % expected)
+    if isinstance(expected, bool) or (expected is not None and expected < 0):
+        module.fail_json(msg="expected_gpu_count must be a whole number, 0 or more, got %s" % expected)
+    problem = check_sysfs_root(module.params["sysfs_root"])
+    if problem:
+        module.fail_json(msg=problem)
 
     if not _nvml.HAS_PYNVML:
         if not module.check_mode:

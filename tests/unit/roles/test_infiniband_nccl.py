@@ -82,6 +82,12 @@ NETDEVS = ["ibp24s0", "ibp64s0"]
      "infiniband_ipoib_interfaces[0].mtu: must be between 1280 and 4092 in datagram mode"),
     ([{"interface": "ibp24s0", "address": "10.10.0.11/16", "mtu": "big"}],
      "infiniband_ipoib_interfaces[0].mtu: must be a number"),
+    ([{"interface": "ibp24s0", "address": "10.10.0.11/16", "mtu": "２０４４"}],
+     "infiniband_ipoib_interfaces[0].mtu: must be a number, whole and in ASCII digits, got '２０４４'"),
+    ([{"interface": "ibp24s0", "address": "10.10.0.11/16", "mtu": "9" * 5000}],
+     "infiniband_ipoib_interfaces[0].mtu: must be a number, whole and in ASCII digits, got '999"),
+    ([{"interface": "ibp24s0", "address": "10.10.0.11/16", "mtu": 2044.5}],
+     "infiniband_ipoib_interfaces[0].mtu: must be a number, whole and in ASCII digits, got 2044.5"),
     ([{"interface": "ibp24s0", "address": "10.10.0.11/16", "mode": "fast"}],
      "infiniband_ipoib_interfaces[0].mode: must be"),
     ([{"interface": "ibp24s0", "address": "10.10.0.11/16", "gateway": "x"}],
@@ -95,6 +101,12 @@ def test_ipoib_problems(interfaces, problem):
         assert problems == []
     else:
         assert any(p.startswith(problem) or problem in p for p in problems), problems
+
+
+def test_a_huge_integer_mtu_is_a_problem_not_a_crash():
+    problems = ipoib_problems([{"interface": "ibp24s0", "address": "10.10.0.11/16", "mtu": 10 ** 5000}], NETDEVS)
+    assert problems == ["infiniband_ipoib_interfaces[0].mtu: must be a number, whole and in ASCII digits, got an "
+                        "integer of 16610 bits"]
 
 
 def test_every_problem_is_reported_at_once():

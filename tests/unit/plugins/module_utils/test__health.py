@@ -85,3 +85,17 @@ def test_assess_node(facts, expected, status, codes):
 ])
 def test_at_least(verdict, threshold, reached):
     assert _health.at_least(verdict, threshold) is reached
+
+
+def test_nvml_errors_are_never_good_news():
+    unreadable = {"index": 1, "lost": False, "error": "nvmlDeviceGetName: Unknown Error (NVML error 999)"}
+    half = dict(healthy(0), errors=["nvmlDeviceGetTemperature: Timeout (NVML error 10)"])
+    result = _health.assess_node({"driver_loaded": True, "gpu_count": 2, "gpus": [half, unreadable]})
+    assert result["status"] == "critical"
+    assert [(f["gpu"], f["code"], f["severity"]) for f in result["findings"]] == [
+        (0, "nvml_error", "warning"), (1, "gpu_unreadable", "critical")]
+    assert "GPU 0: NVML failed to answer nvmlDeviceGetTemperature: Timeout" in result["findings"][0]["message"]
+    counted = _health.assess_node({"driver_loaded": True, "gpu_count": None, "gpus": [], "reason": "no count"})
+    assert counted["status"] == "critical" and counted["findings"][0]["code"] == "gpu_count_unknown"
+    system = _health.assess_node({"driver_loaded": True, "gpu_count": 0, "gpus": [], "errors": ["x: y"]})
+    assert system["status"] == "warning" and system["findings"][0]["code"] == "nvml_error"

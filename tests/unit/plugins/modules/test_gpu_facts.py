@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ansible_collections.accelops.gpu.plugins.modules import gpu_facts
+from ansible_collections.accelops.gpu.plugins.modules import gpu_facts, gpu_health
 from simnode import FAKENVML_DIR, ROOT, ansible_env, fixture_value, read_fixture
 
 
@@ -177,7 +177,68 @@ def test_unknown_subset_is_one_clear_error(module_result, nvml_fixture):
     nvml_fixture("dgx-h100")
     rc, result = module_result(gpu_facts, {"gather_subset": ["memory", "gpus", "!nothing"]})
     assert rc == 1 and result["failed"]
-    assert result["msg"].startswith("gather_subset: unknown value(s) gpus, !nothing; allowed: all, basic,")
+    assert result["msg"].startswith("gather_subset: 'gpus', '!nothing' not allowed; give all or a subset name")
+    assert result["msg"].endswith("(basic, state, memory, thermal, power, utilization, ecc, clocks, pcie, nvlink, mig, "
+                                  "processes, topology, pci, health)")
+
+
+@pytest.mark.parametrize("subsets, bad", [(["!all"], "'!all'"), (["!!health"], "'!!health'"), (["!"], "'!'"),
+                                          (["memory", " memory"], "' memory'")])
+def test_negated_all_and_repeated_bangs_are_refused(module_result, nvml_fixture, subsets, bad):
+    nvml_fixture("dgx-h100")
+    rc, result = module_result(gpu_facts, {"gather_subset": subsets})
+    assert rc == 1 and result["msg"].startswith("gather_subset: %s not allowed" % bad)
+
+
+@pytest.mark.parametrize("module", [gpu_facts, gpu_health], ids=["gpu_facts", "gpu_health"])
+@pytest.mark.parametrize("root, message", [
+    ("/no/such/sysfs", "sysfs_root: /no/such/sysfs is not a directory"),
+    ("/etc/hostname", "sysfs_root: /etc/hostname is not a directory"),
+    ("sys", "sysfs_root: give an absolute directory path, got"),
+    ("/sys\x00", "sysfs_root: give an absolute directory path"),
+])
+def test_a_sysfs_root_that_is_no_directory_is_refused(module_result, nvml_fixture, module, root, message):
+    nvml_fixture("driver-not-loaded")  # where a wrong tree would have turned "no driver" into "ok"
+    rc, result = module_result(module, {"sysfs_root": root.replace("\\x00", "\x00")})
+    assert rc == 1 and message in result["msg"], result["msg"]
+
+
+# --------------------------------------------------------------------------- NVML errors are never good news
+
+
+def facts_with(module_result, nvml_fixture, *lines, args=None):
+    path = nvml_fixture("dgx-h100")
+    with path.open("a") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+    rc, result = module_result(gpu_facts, args or {})
+    assert rc == 0, result
+    return result["ansible_facts"]["nvidia"]
+
+
+def test_a_count_nvml_cannot_give_is_unknown_and_critical(module_result, nvml_fixture):
+    facts = facts_with(module_result, nvml_fixture, "fail.nvmlDeviceGetCount_v2=1:UNKNOWN")
+    assert facts["gpu_count"] is None and facts["gpus"] == []
+    assert facts["reason"] == "NVML cannot count the GPUs: nvmlDeviceGetCount: Unknown Error (NVML error 999)"
+    assert facts["health"]["status"] == "critical"
+    assert facts["health"]["findings"][0]["code"] == "gpu_count_unknown"
+
+
+def test_half_the_gpus_unreadable_is_critical(module_result, nvml_fixture):
+    facts = facts_with(module_result, nvml_fixture, "fail.nvmlDeviceGetHandleByIndex_v2=5+:UNKNOWN")
+    assert facts["gpu_count"] == 8 and [bool(g.get("error")) for g in facts["gpus"]] == [False] * 4 + [True] * 4
+    codes = [(f["gpu"], f["code"]) for f in facts["health"]["findings"]]
+    assert codes == [(i, "gpu_unreadable") for i in range(4, 8)] and facts["health"]["status"] == "critical"
+
+
+def test_a_value_nvml_fails_to_give_is_a_warning_naming_gpu_and_call(module_result, nvml_fixture):
+    facts = facts_with(module_result, nvml_fixture, "fail.nvmlDeviceGetTemperature=3:TIMEOUT")
+    assert facts["gpus"][2]["temperature_c"] is None
+    assert facts["gpus"][2]["errors"] == ["nvmlDeviceGetTemperature: Timeout (NVML error 10)"]
+    assert all(g["errors"] == [] for g in facts["gpus"] if g["index"] != 2)
+    assert facts["health"]["status"] == "warning"
+    assert facts["health"]["findings"] == [{"gpu": 2, "code": "nvml_error", "severity": "warning", "message":
+                                            "GPU 2: NVML failed to answer nvmlDeviceGetTemperature: Timeout (NVML "
+                                            "error 10)"}]
 
 
 # Through ansible itself, in processes of their own: what a host without the library or without pynvml sees.
