@@ -32,7 +32,7 @@ class Keys:
     def generate(self, uid):
         self.gpg("--quick-generate-key", uid, "ed25519", "sign", "never")
         listing = self.gpg("--with-colons", "--list-keys", uid).decode()
-        return [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][0]
+        return next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
 
     def export(self, *fingerprints, secret=False):
         return self.gpg("--armor", "--export-secret-keys" if secret else "--export", *fingerprints)
