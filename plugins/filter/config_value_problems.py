@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: config_value_problems
+short_description: Why a variable must not be written into a configuration file
+version_added: 0.1.0
+description:
+  - Checks a role variable against what the file it is written into allows and gives one line per problem, naming
+    the variable (and the key or index inside it) and what is allowed; an empty list when it may be written.
+  - A newline, a NUL byte or a character the file format gives a meaning to would let a value add lines of its own
+    (an C(install nvidia /bin/sh -c ...) line in C(/etc/modprobe.d) runs as root at every module load), so each
+    format allows only what its values need.
+  - "Formats: V(modprobe_options) (a dict of kernel module to a dict of parameter to value, for C(options) lines),
+    V(kernel_modules) (a list of module names, for C(modules-load.d)), V(apt_pin_value) (one value of an apt
+    preferences C(Pin:) line), V(limits_domains) (a list of C(limits.conf) domains: C(*), a user, C(@group) or
+    C(%group)), V(nccl_env) (a dict of C(NCCL_*) variable to value, for C(/etc/nccl.conf)), V(unit_names) (a list of
+    systemd unit names)."
+options:
+  _input:
+    description: The variable's value.
+    type: raw
+    required: true
+  format:
+    description: The file format the value is written into.
+    type: str
+    required: true
+    choices: [modprobe_options, kernel_modules, apt_pin_value, limits_domains, nccl_env, unit_names]
+  name:
+    description: The variable's name, for the messages.
+    type: str
+    required: true
+author:
+  - accelops.gpu maintainers (@accelops)
+"""
+
+EXAMPLES = r"""
+- name: Refuse module parameters that would add lines to /etc/modprobe.d
+  ansible.builtin.assert:
+    that: problems | length == 0
+    fail_msg: "{{ problems | join('; ') }}; nothing was changed."
+  vars:
+    problems: >-
+      {{ nvidia_driver_module_params
+         | accelops.gpu.config_value_problems('modprobe_options', 'nvidia_driver_module_params') }}
+"""
+
+RETURN = r"""
+_value:
+  description: One line per problem; empty when the value may be written.
+  type: list
+  elements: str
+"""
+
+import math
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+
+# Every pattern is anchored with \A and \Z: "$" would also match before a trailing newline.
+MODULE_NAME = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+PARAMETER_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+# A bare value (NVreg_RegistryDwords=RMUseSwI2c=0x01;RMI2cSpeed=100) or a double-quoted one with spaces.
+PARAMETER_VALUE = re.compile(r"\A(?:[A-Za-z0-9_.,:;/+=@%-]{1,1024}|\"[ !#-\[\]-~]{0,1024}\")\Z")
+PIN_VALUE = re.compile(r"\A[A-Za-z0-9._+~-](?:[A-Za-z0-9 ._+~-]{0,126}[A-Za-z0-9._+~-])?\Z")
+LIMITS_DOMAIN = re.compile(r"\A(?:\*|[@%]?[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?)\Z")
+NCCL_NAME = re.compile(r"\ANCCL_[A-Z0-9_]{1,64}\Z")
+NCCL_VALUE = re.compile(r"\A[!-~]{1,1024}\Z")
+UNIT_NAME = re.compile(r"\A[A-Za-z0-9:_.@\\-]{1,255}\Z")
+
+ALLOWED = {
+    "module": "a kernel module name (letters, digits, _ and -)",
+    "parameter": "a module parameter name (letters, digits and _)",
+    "value": "letters, digits and _ . , : ; / + = @ % -, or a double-quoted text of printable ASCII without "
+             "\" and \\",
+    "pin": "letters, digits, spaces inside and . _ + ~ - (no comma, no newline)",
+    "domain": "*, a user name, @group or %group",
+    "nccl_name": "an NCCL variable name (NCCL_ and capitals, digits, _)",
+    "nccl_value": "printable ASCII without spaces",
+    "unit": "a systemd unit name (letters, digits and : _ . @ \\ -)",
+}
+
+
+def _scalar(value):
+    """The text a template writes for a scalar; None for anything that is not one."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, str)):
+        return str(value) if not isinstance(value, int) or value.bit_length() <= 64 else None
+    if isinstance(value, float) and math.isfinite(value):
+        return str(value)
+    return None
+
+
+def _check(problems, where, value, pattern, allowed):
+    text = _scalar(value)
+    if text is None or not pattern.match(text):
+        problems.append("%s%s %s is not allowed here; give %s"
+                        % (where, "" if where.endswith(" key") else ":", shown(value), ALLOWED[allowed]))
+
+
+def _mapping(problems, name, value):
+    if not isinstance(value, dict):
+        problems.append("%s: must be a dict, got %s" % (name, type(value).__name__))
+        return {}
+    return value
+
+
+def _sequence(problems, name, value):
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
+        problems.append("%s: must be a list, got %s" % (name, type(value).__name__))
+        return []
+    return value
+
+
+def _modprobe_options(problems, name, value):
+    for module, params in _mapping(problems, name, value).items():
+        _check(problems, "%s: key" % name, module, MODULE_NAME, "module")
+        for parameter, setting in _mapping(problems, "%s[%s]" % (name, shown(module)), params).items():
+            where = "%s[%s]" % (name, shown(module))
+            _check(problems, "%s: key" % where, parameter, PARAMETER_NAME, "parameter")
+            _check(problems, "%s[%s]" % (where, shown(parameter)), setting, PARAMETER_VALUE, "value")
+
+
+def _listed(pattern, allowed):
+    def check(problems, name, value):
+        for n, item in enumerate(_sequence(problems, name, value)):
+            _check(problems, "%s[%d]" % (name, n), item, pattern, allowed)
+    return check
+
+
+def _apt_pin_value(problems, name, value):
+    _check(problems, name, value, PIN_VALUE, "pin")
+
+
+def _nccl_env(problems, name, value):
+    for variable, setting in _mapping(problems, name, value).items():
+        _check(problems, "%s: key" % name, variable, NCCL_NAME, "nccl_name")
+        _check(problems, "%s[%s]" % (name, shown(variable)), setting, NCCL_VALUE, "nccl_value")
+
+
+FORMATS = {
+    "modprobe_options": _modprobe_options,
+    "kernel_modules": _listed(MODULE_NAME, "module"),
+    "apt_pin_value": _apt_pin_value,
+    "limits_domains": _listed(LIMITS_DOMAIN, "domain"),
+    "nccl_env": _nccl_env,
+    "unit_names": _listed(UNIT_NAME, "unit"),
+}
+
+
+def config_value_problems(value, format, name):  # pylint: disable=redefined-builtin
+    if format not in FORMATS:
+        raise AnsibleFilterError("config_value_problems: format must be one of %s, got %s"
+                                 % (", ".join(FORMATS), shown(format)))
+    if not isinstance(name, str) or not name:
+        raise AnsibleFilterError("config_value_problems: name must be the variable's name, got %s" % shown(name))
+    problems = []
+    FORMATS[format](problems, name, value)
+    return problems
+
+
+class FilterModule:
+    def filters(self):
+        return {"config_value_problems": config_value_problems}

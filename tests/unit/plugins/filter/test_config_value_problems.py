@@ -1,0 +1,87 @@
+"""config_value_problems: what may be written into each configuration file format."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.filter.config_value_problems import FilterModule, config_value_problems
+
+GOOD = [
+    ("modprobe_options", {}),
+    ("modprobe_options", {"nvidia": {"NVreg_PreserveVideoMemoryAllocations": 1, "NVreg_EnableGpuFirmware": 0}}),
+    ("modprobe_options", {"nvidia": {"NVreg_RegistryDwords": "RMUseSwI2c=0x01;RMI2cSpeed=100"}}),
+    ("modprobe_options", {"nvidia-drm": {"modeset": True}, "nvidia": {"NVreg_TemporaryFilePath": "/var/tmp"}}),
+    ("modprobe_options", {"nvidia": {"NVreg_RegistryDwords": '"a b=1"'}}),
+    ("kernel_modules", ["ib_umad", "ib_ipoib", "rdma_ucm", "nvidia-peermem"]),
+    ("apt_pin_value", "NVIDIA CUDA"),
+    ("apt_pin_value", "cuda-mirror.example_1"),
+    ("limits_domains", ["*"]),
+    ("limits_domains", ["@mlusers", "%gpu", "slurm", "svc.train-1"]),
+    ("nccl_env", {}),
+    ("nccl_env", {"NCCL_IB_HCA": "mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "^docker0,lo", "NCCL_DEBUG": "WARN",
+                  "NCCL_IB_TIMEOUT": 22, "NCCL_IB_DISABLE": False}),
+    ("unit_names", ["jupyterhub", "slurmd.service", "user@1000.service", "dev-disk-by\\x2dlabel.mount"]),
+]
+
+
+@pytest.mark.parametrize("fmt, value", GOOD)
+def test_what_each_format_allows(fmt, value):
+    assert config_value_problems(value, fmt, "v") == []
+
+
+BAD = [
+    ("modprobe_options", {"nvidia": {"NVreg_X": "1\ninstall nvidia /bin/sh -c id>/tmp/x"}},
+     "nvidia_driver_module_params['nvidia']['NVreg_X']: '1\\ninstall nvidia /bin/sh -c"),
+    ("modprobe_options", {"nvidia\ninstall evil /bin/sh": {"a": 1}}, "nvidia_driver_module_params: key 'nvidia\\ninst"),
+    ("modprobe_options", {"nvidia": {"a b": 1}}, "nvidia_driver_module_params['nvidia']: key 'a b' is not allowed"),
+    ("modprobe_options", {"nvidia": {"a": "x y"}}, "give letters, digits and _ . , : ; / + = @ % -, or a double-"),
+    ("modprobe_options", {"nvidia": {"a": '"x\ny"'}}, "nvidia_driver_module_params['nvidia']['a']"),
+    ("modprobe_options", {"nvidia": {"a": "x\x00"}}, "nvidia_driver_module_params['nvidia']['a']"),
+    ("modprobe_options", {"nvidia": {"a": "#comment"}}, "nvidia_driver_module_params['nvidia']['a']"),
+    ("modprobe_options", {"nvidia": {"a": None}}, "nvidia_driver_module_params['nvidia']['a']: None"),
+    ("modprobe_options", {"nvidia": {"a": [1]}}, "nvidia_driver_module_params['nvidia']['a']: [1]"),
+    ("modprobe_options", {"nvidia": ["a=1"]}, "nvidia_driver_module_params['nvidia']: must be a dict, got list"),
+    ("modprobe_options", "nvidia a=1", "nvidia_driver_module_params: must be a dict, got str"),
+    ("kernel_modules", ["ib_umad\nevil"], "nvidia_driver_module_params[0]: 'ib_umad\\nevil' is not allowed here"),
+    ("kernel_modules", "ib_umad", "nvidia_driver_module_params: must be a list, got str"),
+    ("apt_pin_value", "NVIDIA CUDA\nPin-Priority: 1001", "nvidia_driver_module_params: 'NVIDIA CUDA\\nPin-Priority"),
+    ("apt_pin_value", "NVIDIA,o=evil", "give letters, digits, spaces inside and . _ + ~ - (no comma, no newline)"),
+    ("apt_pin_value", " NVIDIA", "is not allowed here"),
+    ("apt_pin_value", "", "'' is not allowed here"),
+    ("limits_domains", ["*\n* hard nofile 1"], "nvidia_driver_module_params[0]: '*\\n* hard nofile 1'"),
+    ("limits_domains", ["root soft"], "give *, a user name, @group or %group"),
+    ("limits_domains", ["*"] * 2 + [""], "nvidia_driver_module_params[2]: ''"),
+    ("nccl_env", {"NCCL_X\n": "1"}, "nvidia_driver_module_params: key 'NCCL_X\\n' is not allowed here; give an NCCL"),
+    ("nccl_env", {"LD_PRELOAD": "/x.so"}, "key 'LD_PRELOAD' is not allowed here"),
+    ("nccl_env", {"NCCL_DEBUG": "INFO\nLD_PRELOAD=/x.so"}, "nvidia_driver_module_params['NCCL_DEBUG']: 'INFO\\nLD"),
+    ("nccl_env", {"NCCL_DEBUG": "IN FO"}, "give printable ASCII without spaces"),
+    ("nccl_env", {"NCCL_DEBUG": ""}, "nvidia_driver_module_params['NCCL_DEBUG']: ''"),
+    ("unit_names", ["a b"], "give a systemd unit name"),
+    ("unit_names", ["jupyterhub\n"], "nvidia_driver_module_params[0]: 'jupyterhub\\n'"),
+]
+
+
+@pytest.mark.parametrize("fmt, value, message", BAD, ids=[m[:40] for _f, _v, m in BAD])
+def test_what_each_format_refuses(fmt, value, message):
+    problems = config_value_problems(value, fmt, "nvidia_driver_module_params")
+    assert problems and any(message in p for p in problems), problems
+
+
+def test_a_huge_integer_is_a_problem_not_a_crash():
+    problems = config_value_problems({"nvidia": {"a": 10 ** 5000}}, "modprobe_options", "p")
+    assert problems == ["p['nvidia']['a']: an integer of 16610 bits is not allowed here; give letters, digits and "
+                        "_ . , : ; / + = @ % -, or a double-quoted text of printable ASCII without \" and \\"]
+
+
+@pytest.mark.parametrize("fmt, name, message", [
+    ("ini", "x", "format must be one of modprobe_options"), ("nccl_env", "", "name must be the variable's name"),
+    (None, "x", "format must be one of"),
+])
+def test_bad_arguments_are_filter_errors(fmt, name, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        config_value_problems({}, fmt, name)
+
+
+def test_registered():
+    assert FilterModule().filters()["config_value_problems"] is config_value_problems
