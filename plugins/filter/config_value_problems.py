@@ -155,7 +155,7 @@ FORMATS = {
 
 
 def config_value_problems(value, format, name):  # pylint: disable=redefined-builtin
-    if format not in FORMATS:
+    if not isinstance(format, str) or format not in FORMATS:
         raise AnsibleFilterError("config_value_problems: format must be one of %s, got %s"
                                  % (", ".join(FORMATS), shown(format)))
     if not isinstance(name, str) or not name:

@@ -82,6 +82,10 @@ def topology_table(facts):
     matrix = facts.get("topology") or []
     if not matrix:
         return []
+    if not isinstance(matrix, list) or not all(isinstance(row, list) and all(isinstance(c, (str, type(None)))
+                                                                             for c in row) for row in matrix):
+        raise AnsibleFilterError("topology_table: topology must be a matrix (a list of lists of labels), got %s"
+                                 % type(matrix).__name__)
     names = ["GPU%d" % gpu["index"] for gpu in facts.get("gpus") or []]
     width = max(len(cell or "?") for row in matrix for cell in row + names) + 2
     lines = [" " * 6 + "".join(n.ljust(width) for n in names)]

@@ -53,6 +53,8 @@ _value:
 
 import ipaddress
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown, whole
 
 KEYS = ("interface", "address", "mtu", "mode")
@@ -64,6 +66,9 @@ def ipoib_problems(interfaces, netdevs, name="infiniband_ipoib_interfaces"):
     """Every problem of the interface definitions, as 'field: what is wrong' lines."""
     if not isinstance(interfaces, list):
         return ["%s: must be a list of {interface, address, mtu, mode}, got %r" % (name, interfaces)]
+    if netdevs is not None and not isinstance(netdevs, (list, tuple)):
+        raise AnsibleFilterError("ipoib_problems: netdevs must be a list of net device names, got %s"
+                                 % type(netdevs).__name__)
     known = [str(n) for n in netdevs or []]
     problems = []
     seen = set()

@@ -49,6 +49,8 @@ _value:
   type: dict
 """
 
+from ansible.errors import AnsibleFilterError
+
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 GDR_LIMIT = "PHB"  # beyond the host bridge GPUDirect RDMA is slower than staging through host memory
 
@@ -87,6 +89,20 @@ def _text(value):
 
 def nccl_env(facts, ipoib_interfaces=None, overrides=None):
     """NCCL_* variables for /etc/nccl.conf (see DOCUMENTATION)."""
+    for value, what in ((facts, "the input (ansible_facts.infiniband)"), (overrides, "overrides")):
+        if value is not None and not isinstance(value, dict):
+            raise AnsibleFilterError("nccl_env: %s must be a dict, got %s" % (what, type(value).__name__))
+    if ipoib_interfaces is not None and not isinstance(ipoib_interfaces, list):
+        raise AnsibleFilterError("nccl_env: ipoib_interfaces must be a list, got %s" % type(ipoib_interfaces).__name__)
+    try:
+        return _nccl_env(facts, ipoib_interfaces, overrides)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("nccl_env: the input is not ansible_facts.infiniband as ib_facts sets it, or "
+                                 "ipoib_interfaces/overrides are malformed (%s: %s)" % (type(exc).__name__, exc)) \
+            from None
+
+
+def _nccl_env(facts, ipoib_interfaces, overrides):
     devices = (facts or {}).get("devices") or []
     env = {}
     ports = _ports(devices, "InfiniBand")

@@ -357,3 +357,21 @@ def test_wheelhouse_pins_follow_the_roles():
         lines = [line for line in (ROOT / "roles" / role / "defaults" / "main.yml").read_text().splitlines()
                  if line.startswith("%s_version:" % role)]
         assert len(lines) == 1 and lines[0].count('"') == 2, lines
+
+
+DALI = [("dali", "{{ __pytorch_dali_pip_args | to_json }}")]
+
+
+@pytest.mark.parametrize("key, args", [
+    (BATCH.case("pytorch", nvidia(), DALI), ["--index-url", "https://pypi.nvidia.com"]),
+    (BATCH.case("pytorch", nvidia(), DALI, pytorch_dali_index_url="https://mirror.example/nvidia",
+                pytorch_extra_index_urls=["https://mirror.example/pypi"], pytorch_find_links=["/srv/wheels"]),
+     ["--index-url", "https://mirror.example/nvidia", "--extra-index-url=https://mirror.example/pypi",
+      "--find-links=/srv/wheels"]),
+    (BATCH.case("pytorch", nvidia(), DALI, pytorch_dali_index_url=""),
+     ["--index-url", "https://download.pytorch.org/whl/cu126"]),  # torch 2.13 on driver 570 (minor compatibility)
+])
+def test_dali_has_one_index_never_mixed_with_torchs(key, args):
+    rendered = json.loads(BATCH[key]["dali"])
+    assert rendered == args
+    assert rendered.count("--index-url") == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accelops.gpu.plugins.filter.ipoib_problems import ipoib_problems
 from ansible_collections.accelops.gpu.plugins.filter.nccl_env import nccl_env
@@ -112,3 +113,12 @@ def test_a_huge_integer_mtu_is_a_problem_not_a_crash():
 def test_every_problem_is_reported_at_once():
     problems = ipoib_problems([{"interface": "ib9", "address": "bad/99", "mode": "fast"}], [])
     assert len(problems) == 3 and "ib_facts found: none" in problems[0]
+
+
+@pytest.mark.parametrize("facts, interfaces, overrides", [
+    ({"devices": "x"}, None, None), ({"devices": [None]}, None, None), ({"devices": [{"ports": [None]}]}, None, None),
+    ({}, [{"interface": 5}], None), ({}, "ib0", None), (1, None, None), ({}, None, ["NCCL_X"]),
+])
+def test_malformed_input_is_a_filter_error(facts, interfaces, overrides):
+    with pytest.raises(AnsibleFilterError, match="nccl_env: "):
+        nccl_env(facts, interfaces, overrides)
