@@ -13,7 +13,7 @@ description:
     not to trust the whole file; an empty list when the file holds exactly the pinned primary key (with any
     subkeys of that key) and nothing else.
   - A second primary key, a file with no key, a pinned fingerprint that is only a subkey's, or a secret key in the
-    file are each a reason: APT and RPM trust every key in a file they are given, so one extra key would let
+    file are each a reason, since APT and RPM trust every key in a file they are given, so one extra key would let
     whoever placed it sign packages that install as root.
   - Every repository key the collection trusts (the CUDA repository, DOCA) is checked by this one filter.
 options:

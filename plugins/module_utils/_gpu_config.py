@@ -113,8 +113,8 @@ def check_selectors(selectors):
                 isinstance(selector, int) and whole(selector) is None):
             raise ConfigError("gpus: %s is neither 'all', a GPU index nor a GPU UUID (GPU-...)" % shown(selector))
         text = str(selector).strip(" ")
-        if whole(text) is None and (not text.isprintable() or not text.isascii() or len(text) > 64
-                                        or text.lstrip("-").isdigit()):
+        readable = text.isprintable() and text.isascii() and len(text) <= 64 and not text.lstrip("-").isdigit()
+        if whole(text) is None and not readable:
             raise ConfigError("gpus: %s is neither 'all', a GPU index (ASCII digits) nor a GPU UUID (GPU-...)"
                               % shown(selector))
         checked.append(text)

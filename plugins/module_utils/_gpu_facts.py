@@ -213,8 +213,8 @@ class GpuFactsCollector:
         facts["errors"] = list(self.nvml.errors)
         if count is None:  # never zero GPUs: the count is unknown
             facts["gpu_count"] = None
-            facts["reason"] = "NVML cannot count the GPUs: %s" % (facts["errors"][-1] if facts["errors"] else
-                                                                    "nvmlDeviceGetCount gave no answer")
+            why = facts["errors"][-1] if facts["errors"] else "nvmlDeviceGetCount gave no answer"
+            facts["reason"] = "NVML cannot count the GPUs: %s" % why
             return
         handles = []
         for index in range(count):

@@ -17,7 +17,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import (
     label,
     validate_every_gpu,
 )
-from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlCallError
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NVML_ERROR_NOT_FOUND, NvmlCallError
 
 # NVML_GPU_INSTANCE_PROFILE_* and NVML_COMPUTE_INSTANCE_PROFILE_* indexes to ask NVML about; the ids NVML answers
 # with are what creation takes.
@@ -102,7 +102,7 @@ class MigManager:
         """{name: {"id", "slices", "count", "memory_mib", "placements"}} of the GPU-instance profiles offered."""
         table = {}
         for index in GPU_INSTANCE_PROFILE_INDEXES:
-            info = self.nvml.query("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
+            info = self.nvml.call("nvmlDeviceGetGpuInstanceProfileInfo", handle, index)
             name = profile_name(info.name) if info is not None else None
             if name is None or name in table:
                 continue
@@ -135,7 +135,7 @@ class MigManager:
     def compute_instance_profiles(self, gpu_instance):
         profiles = []
         for index in COMPUTE_INSTANCE_PROFILE_INDEXES:
-            info = self.nvml.query("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index,
+            info = self.nvml.call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index,
                                    COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
             if info is not None and all(p["id"] != info.id for p in profiles):
                 profiles.append({"id": info.id, "slices": info.sliceCount, "count": info.instanceCount})
@@ -152,26 +152,39 @@ class MigManager:
         return found
 
     def processes(self, handle):
-        procs = self.nvml.query("nvmlDeviceGetComputeRunningProcesses_v3", handle) or []
+        # Read with call(): a process list NVML fails to give must stop a plan, never read as "nothing runs".
+        procs = self.nvml.call("nvmlDeviceGetComputeRunningProcesses_v3", handle)
+        if procs is None:  # a driver before R510
+            procs = self.nvml.call("nvmlDeviceGetComputeRunningProcesses_v2", handle) or []
         return [{"pid": p.pid, "gpu_instance_id": p.gpuInstanceId} for p in procs]
 
-    def destroy(self, instance, label):
+    def destroy(self, instance, label, started=None):
+        """Destroy an instance's compute instances, then the instance; ``started()`` is called after the first
+        NVML call that destroyed something (from then on the instance is no longer whole)."""
         try:
             for ci in instance["compute_instances"]:
                 self.nvml.call("nvmlComputeInstanceDestroy", ci["handle"])
+                if started:
+                    started()
+                    started = None
             self.nvml.call("nvmlGpuInstanceDestroy", instance["handle"])
+            if started:
+                started()
         except NvmlCallError as exc:
             raise ConfigError("%s: destroying the %s instance (GPU instance %d) failed: %s"
                               % (label, instance["profile"], instance["id"], exc.message)) from None
 
-    def create(self, handle, profile, spot, label):
-        """Create the GPU instance ``spot`` = (profile name, start, size) with one compute instance spanning it."""
+    def create(self, handle, profile, spot, label, started=None):
+        """Create the GPU instance ``spot`` = (profile name, start, size) with one compute instance spanning it;
+        ``started()`` is called once the GPU instance exists."""
         name, start, size = spot
         placement = self.lib.c_nvmlGpuInstancePlacement_t()
         placement.start, placement.size = start, size
         try:
             gpu_instance = self.nvml.call("nvmlDeviceCreateGpuInstanceWithPlacement", handle, profile["id"],
                                           ctypes.byref(placement))
+            if started:
+                started()
             whole = [p for p in self.compute_instance_profiles(gpu_instance) if p["slices"] == profile["slices"]]
             if not whole:
                 raise ConfigError("%s: the %s instance offers no compute instance spanning it" % (label, name))
@@ -183,8 +196,13 @@ class MigManager:
     def devices(self, handle):
         """The MIG devices of a GPU as schedulers and containers see them."""
         found = []
-        for slot in range(self.nvml.query("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
-            mig = self.nvml.query("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+        for slot in range(self.nvml.call("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
+            try:
+                mig = self.nvml.call("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+            except NvmlCallError as exc:
+                if exc.code == NVML_ERROR_NOT_FOUND:  # an empty slot
+                    continue
+                raise
             if mig is None:
                 continue
             name = self.nvml.query("nvmlDeviceGetName", mig)
@@ -243,12 +261,14 @@ def lay_out(manager, targets, layout, force, check_mode):
     destroyed and created before the failure."""
 
     def apply_one(gpu, plan, done):
+        # Each change is recorded as soon as NVML made its first part, so that a failure in its second part (the
+        # GPU instance after its compute instances, the compute instance after its GPU instance) still reports it.
         for instance in sorted(plan["destroy"], key=lambda i: not i["processes"]):
-            manager.destroy(instance, label(gpu))
-            done.append("destroyed " + spot_name(instance["profile"], instance["start"]))
+            name = "destroyed " + spot_name(instance["profile"], instance["start"])
+            manager.destroy(instance, label(gpu), lambda name=name: done.append(name))
         for spot in plan["create"]:
-            manager.create(gpu["handle"], plan["table"][spot[0]], spot, label(gpu))
-            done.append("created " + spot_name(spot[0], spot[1]))
+            name = "created " + spot_name(spot[0], spot[1])
+            manager.create(gpu["handle"], plan["table"][spot[0]], spot, label(gpu), lambda name=name: done.append(name))
 
     def report(gpu, plan, done):
         planned = (["destroyed " + spot_name(i["profile"], i["start"]) for i in plan["destroy"]]
@@ -257,7 +277,7 @@ def lay_out(manager, targets, layout, force, check_mode):
         destroyed = [m.split(" ", 1)[1] for m in made if m.startswith("destroyed ")]
         created = [m.split(" ", 1)[1] for m in made if m.startswith("created ")]
         before = sorted(i["profile"] for i in plan["current"])
-        after = [p for p in before]
+        after = list(before)
         for spot in destroyed:
             after.remove(spot.split("@")[0])
         after = sorted(after + [spot.split("@")[0] for spot in created])

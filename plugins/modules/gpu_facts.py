@@ -128,7 +128,8 @@ ansible_facts:
           sample: 8
         errors:
           description: NVML errors other than "not supported" while the system values were read (driver, NVML and
-            CUDA versions, the count); each as C(function: message (NVML error N)). The health verdict reports them.
+            CUDA versions, the count); each as the function, its message and the NVML error number. The health
+            verdict reports them.
           type: list
           elements: str
           returned: always

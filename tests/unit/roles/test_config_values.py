@@ -38,8 +38,8 @@ CASES = [
 KEYS = []
 for role, overrides, _expected in CASES:
     name, template = preflight_check(role)
-    KEYS.append(BATCH.add(role_files(role)[:1], overrides, [("problems", "{{ (%s) | to_json }}" % template.strip()
-                                                         .removeprefix("{{").removesuffix("}}"))]))
+    expression = template.strip().removeprefix("{{").removesuffix("}}")
+    KEYS.append(BATCH.add(role_files(role)[:1], overrides, [("problems", "{{ (%s) | to_json }}" % expression)]))
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=["%s-%d" % (c[0], n) for n, c in enumerate(CASES)])

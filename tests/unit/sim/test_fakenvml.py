@@ -155,7 +155,7 @@ def test_injected_fault_fails_exactly_the_nth_call_and_writes_nothing(nvml):
 def test_injected_fault_from_the_nth_call_on_and_counted_from_init(nvml):
     nvml("dgx-h100.conf", "fail.nvmlDeviceGetCount_v2=2+:UNKNOWN")
     assert pynvml.nvmlDeviceGetCount() == 8
-    for _ in range(3):
+    for _attempt in range(3):
         with pytest.raises(pynvml.NVMLError_Unknown):
             pynvml.nvmlDeviceGetCount()
     pynvml.nvmlShutdown()

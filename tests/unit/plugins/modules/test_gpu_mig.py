@@ -197,9 +197,13 @@ def test_a_gpu_lost_part_way(mig):
     rc, result, path = mig("dgx-a100-mig", [fault], gpus=[0], layout=["7g.80gb"])
     assert rc == 1 and result["changed"] is True
     assert result["msg"].startswith("GPU 0: the GPU was lost while applying its changes")
-    assert result["gpus"][0]["destroyed"] == ["1g.10gb@0", "1g.10gb@1"]
-    assert result["gpus"][0]["after"] == ["1g.10gb"] * 5
-    assert sum(1 for key in read_fixture(path) if re.fullmatch(r"gpu\.0\.gi\.\d+\.profile", key)) == 5
+    # The third instance lost its compute instance before NVML failed on the instance itself: it is reported
+    # destroyed (no longer usable), though its GPU instance is still there.
+    assert result["gpus"][0]["destroyed"] == ["1g.10gb@0", "1g.10gb@1", "1g.10gb@2"]
+    assert result["gpus"][0]["after"] == ["1g.10gb"] * 4
+    values = read_fixture(path)
+    assert sum(1 for key in values if re.fullmatch(r"gpu\.0\.gi\.\d+\.profile", key)) == 5
+    assert sum(1 for key in values if re.fullmatch(r"gpu\.0\.gi\.\d+\.ci\.0\.profile", key)) == 4
 
 
 def test_check_mode_with_force_warns_that_nvml_will_refuse(mig, monkeypatch):
@@ -211,3 +215,36 @@ def test_check_mode_with_force_warns_that_nvml_will_refuse(mig, monkeypatch):
     assert any("NVML refuses to destroy a MIG instance while a process runs on it" in str(w)
                for w in result.get("warnings", [])), result
     assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+
+
+def test_a_compute_instance_that_fails_after_its_gpu_instance_is_reported_created(mig):
+    rc, result, path = mig("dgx-a100-mig", ["fail.nvmlGpuInstanceCreateComputeInstance=1:UNKNOWN"], gpus=[0],
+                           layout=["7g.80gb"])
+    assert rc == 1 and result["changed"] is True
+    assert result["gpus"][0]["created"] == ["7g.80gb@0"]
+    assert "GPU 0: creating a 7g.80gb instance at memory slice 0 failed: Unknown Error" in result["msg"]
+    assert "created 7g.80gb@0)" in result["msg"]
+    assert read_fixture(path)["gpu.0.gi.0.profile"] in ("0", "7g.80gb")
+
+
+def test_a_first_destroy_step_is_reported(mig):
+    rc, result, _path = mig("dgx-a100-mig", ["fail.nvmlGpuInstanceDestroy=1:INSUFFICIENT_RESOURCES"], gpus=[0],
+                            layout=["7g.80gb"])
+    assert rc == 1 and result["changed"] is True and result["gpus"][0]["destroyed"] == ["1g.10gb@0"]
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("fail.nvmlDeviceGetGpuInstanceProfileInfoV=3:UNKNOWN", "reading its current state failed"),
+    ("fail.nvmlGpuInstanceGetComputeInstanceProfileInfoV=1:TIMEOUT", "reading its current state failed"),
+    ("fail.nvmlDeviceGetComputeRunningProcesses_v3=1+:NO_PERMISSION", "reading its current state failed"),
+])
+def test_a_profile_or_process_read_that_fails_stops_the_plan(mig, fault, message):
+    rc, result, path = mig("dgx-a100-mig", [fault], gpus=["1"], layout=["7g.80gb"], force=True)
+    assert rc == 1 and message in result["msg"] and result.get("changed", False) is False, result["msg"]
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes() + (fault + "\n").encode()
+
+
+def test_mig_devices_that_cannot_be_listed_are_null(mig):
+    rc, result, _path = mig("dgx-a100-mig", ["fail.nvmlDeviceGetMaxMigDeviceCount=1:UNKNOWN"], gpus=[0],
+                            layout=["1g.10gb"] * 7)
+    assert rc == 0 and result["gpus"][0]["mig_devices"] is None
