@@ -28,6 +28,8 @@ SETTINGS = ("persistence_mode", "power_limit_w", "compute_mode", "ecc_mode", "mi
 PENDING_SETTINGS = ("ecc_mode", "mig_mode")
 NVML_CLOCK_GRAPHICS = 0
 LOCKED_CLOCKS_FILE = "locked-clocks.json"
+# The locked clocks of a GPU when the memory file is unreadable: a reset then always resets.
+UNKNOWN_LOCK = "unknown"
 
 
 class Unavailable(ConfigError):
@@ -248,12 +250,16 @@ class LockedClocksMemory:
             raise ConfigError("state_dir: %s is not a regular file; nothing was changed" % self.path)
 
     def load(self):
+        """What was locked, by GPU UUID; None when the file is there but is not what this module writes (then
+        nothing is known, and every GPU's clocks count as possibly locked)."""
         try:
-            with open(self.path) as handle:
+            with open(self.path, encoding="utf-8") as handle:
                 data = json.load(handle)
-            return data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     def save(self, data):
         directory = os.path.dirname(self.path)
@@ -273,6 +279,9 @@ class GpuConfigurator:
         self.memory = memory
         memory.check()
         self.locked = memory.load()
+        self.memory_lost = self.locked is None
+        if self.memory_lost:
+            self.locked = {}
 
     def inventory(self):
         return inventory(self.nvml)
@@ -297,7 +306,7 @@ class GpuConfigurator:
             "ecc_mode_pending": bool(ecc[1]) if ecc else None,
             "mig_mode": bool(mig[0]) if mig else None,
             "mig_mode_pending": bool(mig[1]) if mig else None,
-            "locked_clocks_mhz": self.locked.get(gpu["uuid"]),
+            "locked_clocks_mhz": UNKNOWN_LOCK if self.memory_lost else self.locked.get(gpu["uuid"]),
             "supported_graphics_clocks_mhz": sorted(graphics) if graphics else None,
             "max_graphics_clock_mhz": q("nvmlDeviceGetMaxClockInfo", h, NVML_CLOCK_GRAPHICS),
         }
@@ -442,6 +451,9 @@ def configure(configurator, rules, check_mode, skip_lost, unreadable_clocks=Fals
     def check_one(gpu):
         current = configurator.read(gpu)
         errors = configurator.validate(desired[gpu["index"]], current, label(gpu))
+        if desired[gpu["index"]].get("locked_clocks_mhz") is not None and not gpu["uuid"]:
+            errors.append("%s: locked_clocks_mhz needs the GPU's UUID, under which the lock is remembered, and NVML "
+                          "gives none" % label(gpu))
         changes = configurator.plan(desired[gpu["index"]], current)
         if unreadable_clocks and check_mode:
             changes.pop("locked_clocks_mhz", None)

@@ -201,15 +201,25 @@ class GpuFactsCollector:
         return facts
 
     def _system(self, facts):
-        q = self.nvml.query
-        facts["driver_version"] = text(q("nvmlSystemGetDriverVersion"))
-        facts["nvml_version"] = text(q("nvmlSystemGetNVMLVersion"))
-        facts["cuda_driver_version"] = cuda_version_string(q("nvmlSystemGetCudaDriverVersion"))
+        def system(function):
+            """A system-wide value; NVML answering "GPU lost" to a question about no GPU is kept as an error."""
+            try:
+                return self.nvml.query(function)
+            except GpuLost:
+                self.nvml.errors.append("%s: GPU is lost (NVML error 15)" % function)
+                return None
+
+        facts["driver_version"] = text(system("nvmlSystemGetDriverVersion"))
+        facts["nvml_version"] = text(system("nvmlSystemGetNVMLVersion"))
+        facts["cuda_driver_version"] = cuda_version_string(system("nvmlSystemGetCudaDriverVersion"))
         try:
             count = self.nvml.call("nvmlDeviceGetCount")
         except NvmlCallError as exc:
             count = None
             self.nvml.errors.append(str(exc))
+        except GpuLost:
+            count = None
+            self.nvml.errors.append("nvmlDeviceGetCount: GPU is lost (NVML error 15)")
         facts["errors"] = list(self.nvml.errors)
         if count is None:  # never zero GPUs: the count is unknown
             facts["gpu_count"] = None
@@ -223,7 +233,9 @@ class GpuFactsCollector:
             handles.append(handle)
         facts["gpu_count"] = count
         if "topology" in self.subsets:
+            seen = len(self.nvml.errors)
             facts["topology"] = topology_matrix(facts["gpus"], self._pci_levels(facts["gpus"], handles))
+            facts["errors"].extend(self.nvml.errors[seen:])
 
     def _gpu(self, index):
         gpu = {"index": index, "lost": False, "errors": []}
@@ -402,5 +414,7 @@ class GpuFactsCollector:
                         level = self.nvml.query("nvmlDeviceGetTopologyCommonAncestor", ha, hb)
                     except GpuLost:
                         level = None
+                        self.nvml.errors.append("nvmlDeviceGetTopologyCommonAncestor: GPU %d or %d is lost (NVML "
+                                                "error 15)" % (a["index"], b["index"]))
                     levels[(a["index"], b["index"])] = levels[(b["index"], a["index"])] = level
         return levels

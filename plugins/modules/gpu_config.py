@@ -87,7 +87,8 @@ options:
       - Lock the graphics clock into a range, as a dictionary C({min, max}) in MHz, each among the GPU's supported
         graphics clocks; or C(reset) to unlock.
       - NVML cannot read locked clocks back, so the module remembers what it set under O(state_dir) (cleared at
-        reboot, as the locks are).
+        reboot, as the locks are). When that memory is unreadable, the locks read as C(unknown), and C(reset)
+        resets them.
     type: raw
   skip_lost:
     description: Leave lost GPUs out and handle the others, instead of failing before any change.

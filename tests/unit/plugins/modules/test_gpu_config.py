@@ -322,3 +322,22 @@ def test_a_lock_nvml_refuses_is_not_remembered(configure, tmp_path):
 def test_a_huge_integer_index_is_refused():
     with pytest.raises(_gpu_config.ConfigError, match="an integer of 16610 bits is neither 'all', a GPU index"):
         _gpu_config.check_selectors([10 ** 5000])
+
+
+def test_a_lock_without_a_uuid_to_remember_it_by_is_refused(configure):
+    before = with_fault(configure, "fail.nvmlDeviceGetUUID=1:NOT_SUPPORTED")
+    rc, result, path = configure("dgx-h100", locked_clocks_mhz={"min": 1410, "max": 1980})
+    assert rc == 1 and "GPU 0: locked_clocks_mhz needs the GPU's UUID" in result["msg"]
+    assert result["msg"].startswith("nothing was changed: ")
+    assert path.read_bytes() == before
+
+
+def test_an_unreadable_memory_makes_reset_reset(configure, tmp_path):
+    lock = {"min": 1500, "max": 1980}
+    assert configure("dgx-h100", gpus=["0"], locked_clocks_mhz=lock)[0] == 0
+    (tmp_path / "state" / "locked-clocks.json").write_text("{not json")
+    rc, result, path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz="reset")
+    assert rc == 0 and result["changed"] is True
+    assert result["gpus"][0]["before"]["locked_clocks_mhz"] == "unknown"
+    assert "gpu.0.clocks.locked_min_mhz" not in read_fixture(path)
+    assert configure("dgx-h100", gpus=["0"], locked_clocks_mhz="reset")[1]["changed"] is False

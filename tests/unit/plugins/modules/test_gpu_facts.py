@@ -288,3 +288,20 @@ def test_pynvml_found_through_the_path_variable(tmp_path, bare_python, nvml_fixt
                          LD_LIBRARY_PATH=str(FAKENVML_DIR))
     assert "ansible_facts" in result, result
     assert result["ansible_facts"]["nvidia"]["driver_loaded"] is True
+
+
+@pytest.mark.parametrize("fault, count", [("fail.nvmlDeviceGetCount_v2=1:GPU_IS_LOST", None),
+                                          ("fail.nvmlSystemGetDriverVersion=1:GPU_IS_LOST", 8),
+                                          ("fail.nvmlDeviceGetTopologyCommonAncestor=3:UNKNOWN", 8),
+                                          ("fail.nvmlDeviceGetTopologyCommonAncestor=3:GPU_IS_LOST", 8)])
+def test_system_faults_are_errors_never_tracebacks_or_ok(module_result, nvml_fixture, fault, count):
+    facts = facts_with(module_result, nvml_fixture, fault)
+    assert facts["gpu_count"] == count and facts["errors"], facts["errors"]
+    assert facts["health"]["status"] in ("warning", "critical")
+    if "Topology" in fault:
+        return  # gpu_health does not read the topology
+    path = nvml_fixture("dgx-h100")
+    with path.open("a") as handle:
+        handle.write(fault + "\n")
+    rc, result = module_result(gpu_health, {})
+    assert result.get("verdict", "critical") != "ok" and "Traceback" not in json.dumps(result)
