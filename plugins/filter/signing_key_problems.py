@@ -12,13 +12,16 @@ description:
   - Reads what C(gpg --batch --with-colons --show-keys FILE) prints for a key file and gives one line per reason
     not to trust the whole file; an empty list when the file holds exactly the pinned primary key (with any
     subkeys of that key) and nothing else.
+  - A revoked or expired pinned key is a reason too.
   - A second primary key, a file with no key, a pinned fingerprint that is only a subkey's, or a secret key in the
     file are each a reason, since APT and RPM trust every key in a file they are given, so one extra key would let
     whoever placed it sign packages that install as root.
   - Every repository key the collection trusts (the CUDA repository, DOCA) is checked by this one filter.
 options:
   _input:
-    description: The lines C(gpg --with-colons --show-keys) printed (its C(stdout_lines)), or the whole text.
+    description:
+      - The registered result of C(gpg --batch --with-colons --show-keys FILE) (then a non-zero exit, a file gpg
+        could not read whole, is a reason too, with gpg's last words), or the lines or text it printed.
     type: raw
     required: true
   fingerprint:
@@ -45,7 +48,7 @@ EXAMPLES = r"""
     that: problems | length == 0
     fail_msg: "{{ problems | join('; ') }}; nothing was trusted"
   vars:
-    problems: "{{ key_info.stdout_lines | accelops.gpu.signing_key_problems(pinned, source=key_url) }}"
+    problems: "{{ key_info | accelops.gpu.signing_key_problems(pinned, source=key_url) }}"
 """
 
 RETURN = r"""
@@ -66,21 +69,28 @@ SUBKEY_RECORDS = ("sub", "ssb")
 
 
 def parse_keys(lines):
-    """``[(kind, fingerprint, is_primary)]`` from gpg's colon listing, in file order."""
+    """``[(kind, fingerprint, is_primary, validity)]`` from gpg's colon listing, in file order."""
     keys, pending = [], None
     for line in lines:
         fields = line.split(":")
         record = fields[0]
         if record in PRIMARY_RECORDS or record in SUBKEY_RECORDS:
-            pending = record
+            pending = (record, fields[1] if len(fields) > 1 else "")
         elif record == "fpr" and pending is not None:
             fingerprint = fields[9].upper() if len(fields) > 9 else ""
-            keys.append((pending, fingerprint, pending in PRIMARY_RECORDS))
+            keys.append((pending[0], fingerprint, pending[0] in PRIMARY_RECORDS, pending[1]))
             pending = None
     return keys
 
 
 def signing_key_problems(listing, fingerprint, source="the key file"):
+    failure = None
+    if isinstance(listing, dict):  # the registered command result
+        if listing.get("rc") not in (0, None):
+            said = [line for line in listing.get("stderr_lines") or [] if isinstance(line, str)]
+            failure = "gpg could not read all of %s (exit %s%s)" % (source, listing.get("rc"),
+                                                                     ": " + said[-1] if said else "")
+        listing = listing.get("stdout_lines", listing.get("stdout", ""))
     if isinstance(listing, str):
         lines = listing.splitlines()
     elif isinstance(listing, (list, tuple)) and all(isinstance(line, str) for line in listing):
@@ -92,8 +102,8 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
         raise AnsibleFilterError("signing_key_problems: fingerprint must be 40 hex digits, got %r" % (fingerprint,))
     pinned = fingerprint.replace(" ", "").upper()
     keys = parse_keys(lines)
-    primaries = [fpr for record, fpr, primary in keys if primary]
-    problems = []
+    primaries = [fpr for _record, fpr, primary, _validity in keys if primary]
+    problems = [failure] if failure else []
     if not primaries:
         problems.append("%s holds no OpenPGP key (expected the pinned %s)" % (source, pinned))
     others = [fpr for fpr in primaries if fpr != pinned]
@@ -101,12 +111,16 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
         problems.append("%s holds primary key%s %s besides the pinned %s; only the pinned key may be in it"
                         % (source, "s" if len(others) > 1 else "", ", ".join(others), pinned))
     if primaries and pinned not in primaries:
-        as_subkey = any(fpr == pinned for _record, fpr, primary in keys if not primary)
+        as_subkey = any(fpr == pinned for _record, fpr, primary, _validity in keys if not primary)
         problems.append("%s does not hold the pinned %s%s" % (
             source, pinned, " as a primary key (only as a subkey)" if as_subkey else ""))
     if primaries.count(pinned) > 1:
         problems.append("%s holds the pinned %s more than once" % (source, pinned))
-    if any(record in ("sec", "ssb") for record, _fpr, _primary in keys):
+    states = {"r": "revoked", "e": "expired"}
+    for _record, fpr, primary, validity in keys:
+        if primary and fpr == pinned and validity in states:
+            problems.append("%s holds the pinned %s, but that key is %s" % (source, pinned, states[validity]))
+    if any(record in ("sec", "ssb") for record, _fpr, _primary, _validity in keys):
         problems.append("%s holds secret key material; a repository key file holds public keys only" % source)
     return problems
 

@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import (
@@ -136,7 +138,7 @@ def normalise_clocks(value, field="locked_clocks_mhz"):
     if value is None:
         return None
     if isinstance(value, str):
-        if value.strip().lower() == "reset":
+        if value.strip(" ").lower() == "reset":
             return "reset"
         raise ConfigError("%s: give {min: MHz, max: MHz} or 'reset', got '%s'" % (field, value))
     if not isinstance(value, dict) or set(value) != {"min", "max"}:
@@ -149,6 +151,19 @@ def normalise_clocks(value, field="locked_clocks_mhz"):
     return {"min": low, "max": high}
 
 
+WATTS = re.compile(r"\A[0-9]{1,6}(?:\.[0-9]{1,3})?\Z")
+
+
+def parse_watts(value, field="power_limit_w"):
+    """Watts as a float from a number (not a bool, finite) or ASCII decimal text such as ``450`` or ``450.5``."""
+    if isinstance(value, str) and WATTS.match(value.strip(" ")):
+        return float(value.strip(" "))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (isinstance(value, int) and value.bit_length() <= 64) or (isinstance(value, float) and math.isfinite(value)):
+            return float(value)
+    raise ConfigError("%s must be a number of watts (ASCII digits), got %s" % (field, shown(value)))
+
+
 def whole_mhz(value):
     """A clock given as an int, ASCII digits or a float without a fraction; None for anything else (1500.9, a bool,
     1e400)."""
@@ -157,9 +172,31 @@ def whole_mhz(value):
     return whole(value)
 
 
+def check_setting_types(settings, prefix, extra=()):
+    """For settings that no argument spec converted (the boot unit's JSON): known keys only, each of its type."""
+    if not isinstance(settings, dict):
+        raise ConfigError("%s: must be a mapping of settings, got %s" % (prefix.rstrip(".") or "settings",
+                                                                          type(settings).__name__))
+    unknown = sorted(str(k) for k in set(settings) - set(SETTINGS) - set(extra))
+    if unknown:
+        raise ConfigError("%s%s: unknown setting; known: %s" % (prefix, ", ".join(unknown), ", ".join(SETTINGS)))
+    for setting in ("persistence_mode", "ecc_mode", "mig_mode"):
+        if settings.get(setting) is not None and not isinstance(settings[setting], bool):
+            raise ConfigError("%s%s: must be true or false, got %s" % (prefix, setting, shown(settings[setting])))
+    power = settings.get("power_limit_w")
+    if power is not None and (isinstance(power, bool) or not isinstance(power, (int, float))
+                              or not math.isfinite(power)):
+        raise ConfigError("%spower_limit_w: must be a number of watts, got %s" % (prefix, shown(power)))
+    mode = settings.get("compute_mode")
+    if mode is not None and mode not in COMPUTE_MODES:
+        raise ConfigError("%scompute_mode: must be one of %s, got %s" % (prefix, ", ".join(COMPUTE_MODES), shown(mode)))
+
+
 def normalise_settings(settings, prefix=""):
     """The settings of one rule without the unset ones, checked for what needs no GPU to check."""
     chosen = {k: settings[k] for k in SETTINGS if settings.get(k) is not None}
+    if "power_limit_w" in chosen:
+        chosen["power_limit_w"] = parse_watts(chosen["power_limit_w"], prefix + "power_limit_w")
     if "locked_clocks_mhz" in chosen:
         chosen["locked_clocks_mhz"] = normalise_clocks(chosen["locked_clocks_mhz"], prefix + "locked_clocks_mhz")
     if "power_limit_w" in chosen and chosen["power_limit_w"] <= 0:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _pci
@@ -44,15 +43,6 @@ def check_subsets(requested):
     if bad:
         return ("gather_subset: %s not allowed; give all or a subset name, each subset optionally prefixed with one "
                 "'!' to leave it out (%s)" % (", ".join(repr(b) for b in bad), ", ".join(SUBSETS)))
-    return None
-
-
-def check_sysfs_root(path):
-    """A message when ``sysfs_root`` cannot be a sysfs tree (not an absolute, existing directory); else None."""
-    if not isinstance(path, str) or not path or "\x00" in path or not os.path.isabs(path):
-        return "sysfs_root: give an absolute directory path, got %r" % (path,)
-    if not os.path.isdir(path):
-        return "sysfs_root: %s is not a directory" % path
     return None
 
 

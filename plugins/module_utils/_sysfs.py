@@ -31,3 +31,12 @@ def read_attribute(path):
     finally:
         os.close(fd)
     return data.decode("utf-8", errors="replace").strip()
+
+
+def check_sysfs_root(path):
+    """A message when ``sysfs_root`` cannot be a sysfs tree (not an absolute, existing directory); else None."""
+    if not isinstance(path, str) or not path or "\x00" in path or not os.path.isabs(path):
+        return "sysfs_root: give an absolute directory path, got %r" % (path,)
+    if not os.path.isdir(path):
+        return "sysfs_root: %s is not a directory" % path
+    return None

@@ -51,7 +51,7 @@ options:
         type: bool
       power_limit_w:
         description: See O(power_limit_w).
-        type: float
+        type: raw
       compute_mode:
         description: See O(compute_mode).
         type: str
@@ -69,8 +69,8 @@ options:
     description: Keep the driver initialised when no client is attached (recommended on servers).
     type: bool
   power_limit_w:
-    description: Board power limit in watts, within the GPU's minimum and maximum.
-    type: float
+    description: Board power limit in watts, within the GPU's minimum and maximum; a number, or text of ASCII digits.
+    type: raw
   compute_mode:
     description: Who may create CUDA contexts. C(exclusive_process) allows one process per GPU (for schedulers).
     type: str
@@ -248,7 +248,7 @@ def configure(module, session, rules):
 # The settings, at the top level (for O(gpus)) and in each O(per_gpu) entry.
 SETTING_SPEC = dict(
     persistence_mode=dict(type="bool"),
-    power_limit_w=dict(type="float"),
+    power_limit_w=dict(type="raw"),
     compute_mode=dict(type="str", choices=["default", "exclusive_process", "prohibited"]),
     ecc_mode=dict(type="bool"),
     mig_mode=dict(type="bool"),

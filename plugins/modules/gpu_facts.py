@@ -208,9 +208,9 @@ from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
     GpuFactsCollector,
     check_subsets,
-    check_sysfs_root,
     resolve_subsets,
 )
+from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import check_sysfs_root
 
 
 def main():

@@ -31,7 +31,8 @@ options:
   expected_gpu_count:
     description:
       - How many GPUs the node should have (for example from the inventory); fewer is a critical finding.
-    type: int
+      - A whole number, 0 or more, or text of ASCII digits (as a template renders it).
+    type: raw
   sysfs_root:
     description: Where sysfs is mounted, for the PCI scan that tells a missing driver from a node without GPUs.
     type: path
@@ -122,23 +123,26 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
     GpuFactsCollector,
-    check_sysfs_root,
     resolve_subsets,
 )
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown, whole
+from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import check_sysfs_root
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             fail_on=dict(type="str", choices=["critical", "warning", "never"], default="critical"),
-            expected_gpu_count=dict(type="int"),
+            expected_gpu_count=dict(type="raw"),
             sysfs_root=dict(type="path", default="/sys"),
         ),
         supports_check_mode=True,
     )
-    expected = module.params["expected_gpu_count"]
-    if isinstance(expected, bool) or (expected is not None and expected < 0):
-        module.fail_json(msg="expected_gpu_count must be a whole number, 0 or more, got %s" % expected)
+    given = module.params["expected_gpu_count"]
+    expected = whole(given.strip(" ") if isinstance(given, str) else given)
+    if given is not None and expected is None:
+        module.fail_json(msg="expected_gpu_count must be a whole number, 0 or more (ASCII digits), got %s"
+                         % shown(given))
     problem = check_sysfs_root(module.params["sysfs_root"])
     if problem:
         module.fail_json(msg=problem)

@@ -171,11 +171,10 @@ ansible_facts:
                    "active_ethernet_ports": 2, "active_hcas": 10, "gpus": 8}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _ib
+from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import check_sysfs_root
 
 
 def main():
@@ -186,8 +185,9 @@ def main():
         supports_check_mode=True,
     )
     sysfs_root = module.params["sysfs_root"]
-    if not os.path.isdir(sysfs_root):
-        module.fail_json(msg="sysfs_root: %s is not a directory" % sysfs_root)
+    problem = check_sysfs_root(sysfs_root)
+    if problem:
+        module.fail_json(msg=problem)
     module.exit_json(changed=False, ansible_facts={"infiniband": _ib.collect(sysfs_root)})
 
 

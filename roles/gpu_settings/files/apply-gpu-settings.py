@@ -37,6 +37,39 @@ def arguments(argv):
     return check, lib, paths
 
 
+def check_config(config):
+    """Everything in the configuration that needs no GPU, before any GPU is touched: shapes, types, selectors,
+    layouts. Raises ConfigError naming the field."""
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_mig as gm
+
+    if not isinstance(config, dict):
+        raise gc.ConfigError("the configuration must be a JSON object with settings, per_gpu and mig_layouts")
+    unknown = sorted(set(config) - {"_comment", "settings", "per_gpu", "mig_layouts"})
+    if unknown:
+        raise gc.ConfigError("%s: unknown key; known: settings, per_gpu, mig_layouts" % ", ".join(unknown))
+    gc.check_setting_types(config.get("settings") or {}, "settings.")
+    gc.normalise_settings(config.get("settings") or {}, "settings.")
+    for name in ("per_gpu", "mig_layouts"):
+        if not isinstance(config.get(name) or [], list):
+            raise gc.ConfigError("%s: must be a list" % name)
+    for n, rule in enumerate(config.get("per_gpu") or []):
+        prefix = "per_gpu[%d]." % n
+        gc.check_setting_types(rule, prefix, extra=("gpus",))
+        gc.check_rules([(rule.get("gpus"), rule, prefix)])
+    for n, layout in enumerate(config.get("mig_layouts") or []):
+        prefix = "mig_layouts[%d]" % n
+        if not isinstance(layout, dict) or sorted(set(layout) - {"gpus"}) != ["layout"]:
+            raise gc.ConfigError("%s: must be a mapping of gpus (optional) and layout" % prefix)
+        if not isinstance(layout["layout"], list):
+            raise gc.ConfigError("%s.layout: must be a list of MIG profiles" % prefix)
+        try:
+            gc.check_selectors(layout.get("gpus", ["all"]))
+        except gc.ConfigError as exc:
+            raise gc.ConfigError("%s.%s" % (prefix, exc)) from None
+        gm.check_layout(layout["layout"], prefix + ".layout")
+
+
 def report(results, check, say, what):
     """One line per GPU, as before: "GPU 0: set power_limit_w", "GPU 1: MIG layout as configured"."""
     for result in results:
@@ -117,8 +150,10 @@ def main(argv):
     except (OSError, ValueError) as exc:
         print("cannot read %s: %s" % (paths[0], exc))
         return EXIT_FAILED
-    if not isinstance(config, dict):
-        print("%s: expected a JSON object with settings, per_gpu and mig_layouts" % paths[0])
+    try:
+        check_config(config)
+    except ConfigError as exc:
+        print("%s: %s; nothing was changed" % (paths[0], exc))
         return EXIT_FAILED
     state_dir = os.environ.get("ACCELOPS_GPU_STATE_DIR", "/run/accelops-gpu")
     with _nvml.NvmlSession() as session:
@@ -126,14 +161,18 @@ def main(argv):
         if not loaded:
             print("NVML is not usable: %s" % reason)
             return EXIT_FAILED
+        # Each pass says what it did; a failure names its pass, so that "nothing was changed" in the MIG pass is not
+        # read as undoing the settings pass before it.
+        stage = "settings"
         try:
             differs, failed = settings_pass(session, config, check, state_dir, print)
+            stage = "MIG layouts"
             mig_differs, mig_failed = mig_pass(session, config, check, print)
-        except ConfigError as exc:  # nothing changed, or ApplyFailed: what changed before the failure
-            print(exc)
+        except ConfigError as exc:  # nothing changed in this pass, or ApplyFailed: what changed before the failure
+            print("%s: %s" % (stage, exc))
             return EXIT_FAILED
         except FAULTS as exc:
-            print(describe_fault("NVML", "reading the GPUs", exc))
+            print("%s: %s" % (stage, describe_fault("NVML", "reading the GPUs", exc)))
             return EXIT_FAILED
     if failed or mig_failed:
         return EXIT_FAILED

@@ -86,7 +86,7 @@ def test_lays_out_mig_instances_again_after_a_reboot(node):
 
 @pytest.mark.parametrize("config, message", [
     ({"per_gpu": [{"gpus": ["9"], "persistence_mode": True}]}, "per_gpu[0].gpus: index 9 is out of range"),
-    ({"settings": {"power_limit_w": 900}}, "GPU 0: power_limit_w 900 is outside this GPU's range 200-700 W"),
+    ({"settings": {"power_limit_w": 900}}, "GPU 0: power_limit_w 900.0 is outside this GPU's range 200-700 W"),
     ({"mig_layouts": [{"gpus": [3], "layout": ["7g.80gb"]}]},
      "GPU 3: MIG mode is off; enable it with accelops.gpu.gpu_config"),
 ])
@@ -152,3 +152,35 @@ def test_a_broken_config_file_is_a_message(node, tmp_path, text):
     out = subprocess.run([sys.executable, str(SCRIPT), "--lib", str(COLLECTIONS), str(path)], capture_output=True,
                          text=True, env=env, check=False)
     assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"settings": {"persistence_mode": False, "compute_mode": "bogus"}}, "settings.compute_mode: must be one of"),
+    ({"settings": {"persistence_mode": False}, "mig_layouts": [{"gpus": [0], "layout": None}]},
+     "mig_layouts[0].layout: must be a list"),
+    ({"settings": {"power_limit_w": "500"}}, "settings.power_limit_w: must be a number of watts, got '500'"),
+    ({"settings": {"persistence_mode": "false"}}, "settings.persistence_mode: must be true or false, got 'false'"),
+    ({"settings": {"mig_mode": "no"}}, "settings.mig_mode: must be true or false"),
+    ({"settings": ["x"]}, "settings: must be a mapping of settings, got list"),
+    ({"per_gpu": ["x"]}, "per_gpu[0]: must be a mapping of settings, got str"),
+    ({"per_gpu": [{"gpus": ["٣"], "power_limit_w": 400}]}, "per_gpu[0].gpus: '٣' is neither"),
+    ({"mig_layouts": ["1g.10gb"]}, "mig_layouts[0]: must be a mapping of gpus (optional) and layout"),
+    ({"mig_layouts": {"gpus": [0]}}, "mig_layouts: must be a list"),
+    ({"mig_layouts": [{"gpus": [0]}]}, "mig_layouts[0]: must be a mapping of gpus (optional) and layout"),
+    ({"mig_layouts": [{"gpus": [0], "layout": [" 1g.10gb"]}]}, "mig_layouts[0].layout[0]: ' 1g.10gb' is not"),
+    ({"settings": {"bogus_key": 1}}, "settings.bogus_key: unknown setting"),
+    ({"setting": {}}, "setting: unknown key"),
+])
+def test_a_malformed_config_changes_nothing_and_says_where(node, config, message):
+    before = with_lines(node, "dgx-a100-mig")
+    rc, out = node("dgx-a100-mig", config)
+    assert rc == 1 and message in out and "nothing was changed" in out and "Traceback" not in out, out
+    assert node.fixture.read_bytes() == before
+
+
+def test_a_mig_failure_after_the_settings_names_its_pass(node):
+    with_lines(node, "dgx-a100-mig", "fail.nvmlDeviceGetGpuInstanceProfileInfoV=1:UNKNOWN")
+    rc, out = node("dgx-a100-mig", {"settings": {"persistence_mode": False},
+                                    "mig_layouts": [{"gpus": [0], "layout": ["1g.10gb"] * 7}]})
+    assert rc == 1 and "GPU 0: set persistence_mode" in out
+    assert "MIG layouts: nothing was changed: GPU 0: reading its current state failed" in out, out

@@ -114,3 +114,41 @@ def test_bad_input_is_a_filter_error(listing, fingerprint, message):
 
 def test_registered():
     assert FilterModule().filters()["signing_key_problems"] is signing_key_problems
+
+
+def run_show(keys, path):
+    out = subprocess.run(["gpg", "--batch", "--with-colons", "--show-keys", str(path)], env=keys.env,
+                         capture_output=True, text=True, check=False)
+    return {"rc": out.returncode, "stdout_lines": out.stdout.splitlines(), "stderr_lines": out.stderr.splitlines()}
+
+
+def test_the_registered_result_is_taken_whole(keys, tmp_path):
+    assert signing_key_problems(run_show(keys, key_file(tmp_path, keys.export(keys.pinned))), keys.pinned) == []
+
+
+def test_a_file_gpg_cannot_read_whole_is_refused(keys, tmp_path):
+    junk = b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!\n"
+    result = run_show(keys, key_file(tmp_path, keys.export(keys.pinned), junk))
+    assert result["rc"] != 0  # gpg's own verdict on the trailing junk
+    problems = signing_key_problems(result, keys.pinned, source="the key")
+    assert problems[0].startswith("gpg could not read all of the key (exit %d" % result["rc"])
+
+
+def test_a_revoked_pinned_key_is_refused(keys, tmp_path):
+    home = tmp_path / "revoking"
+    home.mkdir(mode=0o700)
+    shutil.copytree(keys.home, home, dirs_exist_ok=True, ignore=shutil.ignore_patterns("S.*"))
+    env = dict(os.environ, GNUPGHOME=str(home))
+    subprocess.run(["gpg", "--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase", "",
+                    "--output", str(tmp_path / "rev.asc"), "--gen-revoke", keys.pinned], env=env, input=b"y\n0\n\ny\n",
+                   capture_output=True, check=False)
+    if not (tmp_path / "rev.asc").exists():  # gpg writes one on key creation too
+        shutil.copyfile(home / "openpgp-revocs.d" / ("%s.rev" % keys.pinned), tmp_path / "rev.asc")
+        text = (tmp_path / "rev.asc").read_text().replace(":-----BEGIN", "-----BEGIN")
+        (tmp_path / "rev.asc").write_text(text)
+    subprocess.run(["gpg", "--batch", "--import", str(tmp_path / "rev.asc")], env=env, capture_output=True, check=True)
+    exported = subprocess.run(["gpg", "--batch", "--armor", "--export", keys.pinned], env=env, capture_output=True,
+                              check=True).stdout
+    subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False, capture_output=True)
+    problems = signing_key_problems(keys.show(key_file(tmp_path, exported)), keys.pinned)
+    assert problems == ["the key file holds the pinned %s, but that key is revoked" % keys.pinned]

@@ -303,5 +303,5 @@ def test_system_faults_are_errors_never_tracebacks_or_ok(module_result, nvml_fix
     path = nvml_fixture("dgx-h100")
     with path.open("a") as handle:
         handle.write(fault + "\n")
-    rc, result = module_result(gpu_health, {})
+    _rc, result = module_result(gpu_health, {})
     assert result.get("verdict", "critical") != "ok" and "Traceback" not in json.dumps(result)

@@ -92,8 +92,10 @@ def test_old_driver_is_judged_without_errors(module_result, nvml_fixture):
 
 
 @pytest.mark.parametrize("args, message", [
-    ({"expected_gpu_count": -1}, "expected_gpu_count must be a whole number, 0 or more, got -1"),
-    ({"expected_gpu_count": True}, "expected_gpu_count must be a whole number, 0 or more, got True"),
+    ({"expected_gpu_count": -1}, "expected_gpu_count must be a whole number, 0 or more (ASCII digits), got -1"),
+    ({"expected_gpu_count": True}, "expected_gpu_count must be a whole number, 0 or more (ASCII digits), got True"),
+    ({"expected_gpu_count": "\uff18"}, "expected_gpu_count must be a whole number, 0 or more (ASCII digits), got"),
+    ({"expected_gpu_count": "8\n"}, "expected_gpu_count must be a whole number, 0 or more (ASCII digits), got"),
     ({"fail_on": "sometimes"}, "value of fail_on must be one of: critical, warning, never, got: sometimes"),
 ])
 def test_bad_input_names_the_field(module_result, nvml_fixture, args, message):

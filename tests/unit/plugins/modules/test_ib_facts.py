@@ -112,3 +112,11 @@ def test_missing_sysfs_root_is_one_clear_error(module_result, tmp_path):
     rc, result = module_result(ib_facts, {"sysfs_root": str(tmp_path / "nothing")})
     assert rc == 1 and result["failed"]
     assert result["msg"] == "sysfs_root: %s is not a directory" % (tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("root, message", [(".", "sysfs_root: give an absolute directory path, got '.'"),
+                                           ("/no/such", "sysfs_root: /no/such is not a directory"),
+                                           ("/a\x00b", "sysfs_root: give an absolute directory path, got '/a\\x00b'")])
+def test_a_sysfs_root_that_is_no_absolute_directory_is_refused(module_result, root, message):
+    rc, result = module_result(ib_facts, {"sysfs_root": root})
+    assert rc == 1 and result["msg"] == message
