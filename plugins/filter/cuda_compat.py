@@ -9,7 +9,7 @@ import functools
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _cuda_compat
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
 
 
 def _filter(function):

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from rolevars import Batch, role_files
 
-from ansible_collections.accelops.gpu.plugins.module_utils._cuda_compat import COMPAT
+from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat import COMPAT
 from simnode import ROOT
 
 

@@ -278,3 +278,11 @@ def test_command_line(tmp_path):
     bad = subprocess.run([sys.executable, script, "dgx-a100", str(tmp_path / "other")], capture_output=True, text=True,
                          check=False)
     assert bad.returncode != 0 and "Usage: mkfabric.py" in bad.stderr
+
+
+@pytest.mark.parametrize("text, value", [
+    ("0x1a", 26), ("26", 26), ("-1", None), ("³", None), ("٣", None), ("1" * 5000, None), ("0x" + "f" * 17, None),
+    (" 7 ", 7), ("", None), ("7\n", 7),
+])
+def test_ib_numbers_take_ascii_digits_only(text, value):
+    assert _ib.parse_int(text) == value

@@ -79,3 +79,19 @@ def test_scan_lists_only_nvidia_functions_sorted(tmp_path):
 
 def test_scan_of_a_missing_tree_is_empty(tmp_path):
     assert _pci.scan(str(tmp_path / "nothing")) == []
+
+
+def test_pci_scan_survives_a_fifo_bad_bytes_and_non_ascii_digits(tmp_path):
+    base = tmp_path / "bus" / "pci" / "devices"
+    good, bad = base / "0000:18:00.0", base / "0000:19:00.0"
+    for device in (good, bad):
+        device.mkdir(parents=True)
+        (device / "vendor").write_text("0x10de\n")
+        (device / "class").write_text("0x030200\n")
+    (good / "device").write_text("0x2330\n")
+    (good / "numa_node").write_text("٣\n")  # an Arabic-Indic three is no NUMA node
+    os.mkfifo(bad / "device")
+    (bad / "numa_node").write_bytes(b"\xff1\n")
+    devices = _pci.scan(str(tmp_path))
+    assert [(d["pci_bus_id"], d["device_id"], d["numa_node"]) for d in devices] == [
+        ("0000:18:00.0", "0x2330", None), ("0000:19:00.0", None, None)]

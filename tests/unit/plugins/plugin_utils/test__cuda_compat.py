@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _cuda_compat
-from ansible_collections.accelops.gpu.plugins.module_utils._cuda_compat import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
+from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat import (
     COMPAT,
     CompatError,
     cuda_max_for_driver,
