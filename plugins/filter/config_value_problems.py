@@ -1,59 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The config_value_problems filter, documented in config_value_problems.yml."""
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: config_value_problems
-short_description: Why a variable must not be written into a configuration file
-version_added: 0.1.0
-description:
-  - Checks a role variable against what the file it is written into allows and gives one line per problem, naming
-    the variable (and the key or index inside it) and what is allowed; an empty list when it may be written.
-  - A newline, a NUL byte or a character the file format gives a meaning to would let a value add lines of its own
-    (an C(install nvidia /bin/sh -c ...) line in C(/etc/modprobe.d) runs as root at every module load), so each
-    format allows only what its values need.
-  - "Formats: V(modprobe_options) (a dict of kernel module to a dict of parameter to value, for C(options) lines),
-    V(kernel_modules) (a list of module names, for C(modules-load.d)), V(apt_pin_value) (one value of an apt
-    preferences C(Pin:) line), V(limits_domains) (a list of C(limits.conf) domains: C(*), a user, C(@group) or
-    C(%group)), V(nccl_env) (a dict of C(NCCL_*) variable to value, for C(/etc/nccl.conf)), V(unit_names) (a list of
-    systemd unit names)."
-options:
-  _input:
-    description: The variable's value.
-    type: raw
-    required: true
-  format:
-    description: The file format the value is written into.
-    type: str
-    required: true
-    choices: [modprobe_options, kernel_modules, apt_pin_value, limits_domains, nccl_env, unit_names]
-  name:
-    description: The variable's name, for the messages.
-    type: str
-    required: true
-author:
-  - accelops.gpu maintainers (@accelops)
-"""
-
-EXAMPLES = r"""
-- name: Refuse module parameters that would add lines to /etc/modprobe.d
-  ansible.builtin.assert:
-    that: problems | length == 0
-    fail_msg: "{{ problems | join('; ') }}; nothing was changed."
-  vars:
-    problems: >-
-      {{ nvidia_driver_module_params
-         | accelops.gpu.config_value_problems('modprobe_options', 'nvidia_driver_module_params') }}
-"""
-
-RETURN = r"""
-_value:
-  description: One line per problem; empty when the value may be written.
-  type: list
-  elements: str
-"""
 
 import math
 import re

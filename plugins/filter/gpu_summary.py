@@ -1,38 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpu_summary and topology_table filters; each documented in its own <name>.yml."""
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: gpu_summary
-short_description: One readable line per GPU from C(ansible_facts.nvidia)
-version_added: 0.1.0
-description:
-  - Turns the facts of M(accelops.gpu.gpu_facts) into lines for a report. Each line shows the index, model, memory,
-    temperature, power draw and limit, NVLinks up, and the GPU's health.
-  - A host without a usable driver gives one line with the reason.
-options:
-  _input:
-    description: The C(ansible_facts.nvidia) dictionary.
-    type: dict
-    required: true
-author:
-  - accelops.gpu maintainers (@accelops)
-"""
-
-EXAMPLES = r"""
-- name: Show the GPUs
-  ansible.builtin.debug:
-    msg: "{{ ansible_facts.nvidia | accelops.gpu.gpu_summary }}"
-"""
-
-RETURN = r"""
-_value:
-  description: The report lines.
-  type: list
-  elements: str
-"""
 
 from ansible.errors import AnsibleFilterError
 

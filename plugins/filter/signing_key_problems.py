@@ -1,63 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The signing_key_problems filter, documented in signing_key_problems.yml."""
 
 from __future__ import annotations
-
-DOCUMENTATION = r"""
-name: signing_key_problems
-short_description: Why a downloaded repository key file must not be trusted
-version_added: 0.1.0
-description:
-  - Reads what C(gpg --batch --with-colons --show-keys FILE) prints for a key file and gives one line per reason
-    not to trust the whole file; an empty list when the file holds exactly the pinned primary key (with any
-    subkeys of that key) and nothing else.
-  - A revoked or expired pinned key is a reason too.
-  - A second primary key, a file with no key, a pinned fingerprint that is only a subkey's, or a secret key in the
-    file are each a reason, since APT and RPM trust every key in a file they are given, so one extra key would let
-    whoever placed it sign packages that install as root.
-  - Every repository key the collection trusts (the CUDA repository, DOCA) is checked by this one filter.
-options:
-  _input:
-    description:
-      - The registered result of C(gpg --batch --with-colons --show-keys FILE) (then a non-zero exit, a file gpg
-        could not read whole, is a reason too, with gpg's last words), or the lines or text it printed.
-    type: raw
-    required: true
-  fingerprint:
-    description: The pinned fingerprint, 40 hex digits (spaces and case do not matter).
-    type: str
-    required: true
-  source:
-    description: Where the file came from, for the messages.
-    type: str
-    default: the key file
-author:
-  - accelops.gpu maintainers (@accelops)
-"""
-
-EXAMPLES = r"""
-- name: Read the keys in the downloaded file
-  ansible.builtin.command: gpg --batch --with-colons --show-keys /root/staging/repo.pub
-  register: key_info
-  changed_when: false
-  failed_when: false
-
-- name: Refuse the file unless it holds exactly the pinned key
-  ansible.builtin.assert:
-    that: problems | length == 0
-    fail_msg: "{{ problems | join('; ') }}; nothing was trusted"
-  vars:
-    problems: "{{ key_info | accelops.gpu.signing_key_problems(pinned, source=key_url) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: One line per reason, naming the source, the pinned fingerprint and what was found; empty when the
-    file may be trusted.
-  type: list
-  elements: str
-"""
 
 import re
 
