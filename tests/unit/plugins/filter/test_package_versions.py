@@ -1,0 +1,68 @@
+"""newest_version and package_offers: what the cuda_toolkit role picks from what a repository offers."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.filter.package_versions import (
+    FilterModule,
+    newest_version,
+    package_offers,
+)
+
+MADISON = [
+    "  libnccl2 | 2.26.2-1+cuda12.8 | http://127.0.0.1:18080/repos/debian12/x86_64  Packages",
+    "  libnccl2 | 2.25.1-1+cuda12.8 | http://127.0.0.1:18080/repos/debian12/x86_64  Packages",
+    "  libnccl2 | 2.21.5-1+cuda12.4 | http://127.0.0.1:18080/repos/debian12/x86_64  Packages",
+    "libcudnn9-cuda-12 | 9.8.0.87-1 | http://127.0.0.1:18080/repos/debian12/x86_64  Packages",
+    "N: Unable to locate package libnccl-dev",
+]
+DNF = [
+    "Available Packages",
+    "libnccl.x86_64        2.26.2-1+cuda12.8       cuda-rhel9-x86_64",
+    "libnccl.x86_64        2.21.5-1+cuda12.4       cuda-rhel9-x86_64",
+    "libcudnn9-cuda-12.x86_64   1:9.8.0.87-1   cuda-rhel9-x86_64",
+]
+
+
+@pytest.mark.parametrize("versions, kwargs, expected", [
+    (["12.4", "12.8", "12.10", "11.8"], {}, "12.10"),
+    (["12.4", "12.x", "12.8.1"], {"pattern": r"\A[0-9]+\.[0-9]+\Z"}, "12.4"),
+    (["2.21.5-1+cuda12.4", "2.26.2-1+cuda12.8", "2.25.1-1+cuda12.8"], {"suffix": "+cuda12.8"}, "2.26.2-1+cuda12.8"),
+    (["2.21.5-1+cuda12.4"], {"suffix": "+cuda12.8"}, ""),
+    ([], {}, ""),
+    (["9.1.0.70-1", "9.8.0.87-1", "9.10.2.21-1"], {}, "9.10.2.21-1"),
+])
+def test_newest_version(versions, kwargs, expected):
+    assert newest_version(versions, **kwargs) == expected
+
+
+@pytest.mark.parametrize("lines, regex, expected", [
+    (MADISON, r"^\s*(\S+)\s*\|\s*(\S+)\s*\|",
+     {"libnccl2": ["2.26.2-1+cuda12.8", "2.25.1-1+cuda12.8", "2.21.5-1+cuda12.4"],
+      "libcudnn9-cuda-12": ["9.8.0.87-1"]}),
+    (DNF, r"^(\S+)\.[^.\s]+\s+(?:[0-9]+:)?(\S+)\s+\S+", {"libnccl": ["2.26.2-1+cuda12.8", "2.21.5-1+cuda12.4"],
+                                                         "libcudnn9-cuda-12": ["9.8.0.87-1"]}),
+    ([], r"(a)(b)", {}),
+])
+def test_package_offers(lines, regex, expected):
+    assert package_offers(lines, regex) == expected
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: newest_version("12.4"), "newest_version: the input must be a list of strings, got str"),
+    (lambda: newest_version([12.4]), "newest_version: the input must be a list of strings, got list"),
+    (lambda: newest_version(["1"], pattern="("), "newest_version: pattern '\\(' is not a regular expression"),
+    (lambda: newest_version(["1"], suffix=None), "newest_version: suffix and pattern must be strings"),
+    (lambda: package_offers(None, "(a)(b)"), "package_offers: the input must be a list of strings, got NoneType"),
+    (lambda: package_offers(["x"], "("), "package_offers: '\\(' is not a regular expression"),
+    (lambda: package_offers(["x"], "(a)"), "package_offers: the regular expression needs two groups"),
+])
+def test_bad_input_is_a_filter_error(call, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        call()
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"newest_version", "package_offers"}
