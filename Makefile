@@ -71,7 +71,7 @@ demo: sim
 	tests/sim/demo.sh
 
 bench: sim
-	bench/run.sh
+	tests/bench/run.sh
 
 clean:
 	-tests/sim/mirror.sh stop

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make bench: start the demo node (site.yml converges it), then run every benchmark against it.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$root/build/demo"
 "$root/tests/sim/demo.sh" >"$root/build/demo/bench-setup.log" 2>&1 || { tail -n 30 "$root/build/demo/bench-setup.log"; exit 1; }
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
-python "$root/bench/gpu_facts.py" "$@"
-python "$root/bench/role_rerun.py" driver
-python "$root/bench/role_rerun.py" stack
+python "$root/tests/bench/gpu_facts.py" "$@"
+python "$root/tests/bench/role_rerun.py" driver
+python "$root/tests/bench/role_rerun.py" stack

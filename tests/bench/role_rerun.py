@@ -2,10 +2,10 @@
 against one `ansible -m ping` round trip to the same node. Figures go into docs/performance.md; nothing here is a test,
 but a re-run that changes anything stops the benchmark.
 
-  driver: cuda_repo and nvidia_driver (bench/driver-rerun.yml)
-  stack:  cuda_toolkit, pytorch and tensorflow, validation included (bench/stack-rerun.yml)
+  driver: cuda_repo and nvidia_driver (tests/bench/driver-rerun.yml)
+  stack:  cuda_toolkit, pytorch and tensorflow, validation included (tests/bench/stack-rerun.yml)
 
-Usage: python bench/role_rerun.py {driver,stack} [--runs N] [--node NAME] [--inventory PATH]
+Usage: python tests/bench/role_rerun.py {driver,stack} [--runs N] [--node NAME] [--inventory PATH]
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PLAYBOOKS = {"driver": ROOT / "bench" / "driver-rerun.yml", "stack": ROOT / "bench" / "stack-rerun.yml"}
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PLAYBOOKS = {"driver": HERE / "driver-rerun.yml", "stack": HERE / "stack-rerun.yml"}
 RECAP = re.compile(r"ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)")
 
 

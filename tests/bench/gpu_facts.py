@@ -5,7 +5,7 @@
 2. Round trip through Ansible to a simulated node (the one `make demo` starts): `ansible NODE -m
    accelops.gpu.gpu_facts` against `ansible NODE -m ansible.builtin.ping`, interleaved, median of N runs each.
 
-Usage: python bench/gpu_facts.py [--runs N] [--node NAME] [--inventory PATH]
+Usage: python tests/bench/gpu_facts.py [--runs N] [--node NAME] [--inventory PATH]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 
 from simnode import FIXTURES, build_fake_nvml, expose_collection  # noqa: E402
