@@ -21,20 +21,25 @@ def parse_keys(lines):
         fields = line.split(":")
         record = fields[0]
         if record in PRIMARY_RECORDS or record in SUBKEY_RECORDS:
+            if pending is not None:  # a key gpg listed without its fingerprint
+                keys.append((pending[0], "", pending[0] in PRIMARY_RECORDS, pending[1]))
             pending = (record, fields[1] if len(fields) > 1 else "")
         elif record == "fpr" and pending is not None:
             fingerprint = fields[9].upper() if len(fields) > 9 else ""
             keys.append((pending[0], fingerprint, pending[0] in PRIMARY_RECORDS, pending[1]))
             pending = None
+    if pending is not None:
+        keys.append((pending[0], "", pending[0] in PRIMARY_RECORDS, pending[1]))
     return keys
 
 
 def signing_key_problems(listing, fingerprint, source="the key file"):
     failure = None
     if isinstance(listing, dict):  # the registered command result
-        if listing.get("rc") not in (0, None):
-            said = [line for line in listing.get("stderr_lines") or [] if isinstance(line, str)]
-            failure = "gpg could not read all of %s (exit %s%s)" % (source, listing.get("rc"),
+        if listing.get("rc") != 0 or listing.get("failed"):
+            said = listing.get("stderr_lines", listing.get("stderr", ""))
+            said = said.splitlines() if isinstance(said, str) else [s for s in said or [] if isinstance(s, str)]
+            failure = "gpg could not read all of %s (exit %s%s)" % (source, listing.get("rc", "unknown"),
                                                                      ": " + said[-1] if said else "")
         listing = listing.get("stdout_lines", listing.get("stdout", ""))
     if isinstance(listing, str):
@@ -52,7 +57,7 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
     problems = [failure] if failure else []
     if not primaries:
         problems.append("%s holds no OpenPGP key (expected the pinned %s)" % (source, pinned))
-    others = [fpr for fpr in primaries if fpr != pinned]
+    others = [fpr or "(one without a fingerprint)" for fpr in primaries if fpr != pinned]
     if others:
         problems.append("%s holds primary key%s %s besides the pinned %s; only the pinned key may be in it"
                         % (source, "s" if len(others) > 1 else "", ", ".join(others), pinned))
@@ -62,7 +67,7 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
             source, pinned, " as a primary key (only as a subkey)" if as_subkey else ""))
     if primaries.count(pinned) > 1:
         problems.append("%s holds the pinned %s more than once" % (source, pinned))
-    states = {"r": "revoked", "e": "expired"}
+    states = {"r": "revoked", "e": "expired", "i": "invalid", "d": "disabled"}
     for _record, fpr, primary, validity in keys:
         if primary and fpr == pinned and validity in states:
             problems.append("%s holds the pinned %s, but that key is %s" % (source, pinned, states[validity]))

@@ -109,6 +109,8 @@ def resolve_targets(selectors, gpus):
 def check_selectors(selectors):
     """The selectors as stripped strings, checked for what needs no GPU: not empty, 'all' alone, each one 'all', an
     index in ASCII digits (an int, not a bool) or text without control characters."""
+    if isinstance(selectors, (str, bytes, dict)) or not isinstance(selectors, (list, tuple)):
+        raise ConfigError("gpus: give a list of 'all', GPU indexes or UUIDs, got %s" % shown(selectors))
     if not selectors:
         raise ConfigError("gpus: give 'all' or a list of GPU indexes or UUIDs, got an empty list")
     checked = []
@@ -151,7 +153,7 @@ def normalise_clocks(value, field="locked_clocks_mhz"):
     return {"min": low, "max": high}
 
 
-WATTS = re.compile(r"\A[0-9]{1,6}(?:\.[0-9]{1,3})?\Z")
+WATTS = re.compile(r"\A[0-9]{1,7}(?:\.[0-9]{1,3})?\Z")
 
 
 def parse_watts(value, field="power_limit_w"):
@@ -169,7 +171,7 @@ def whole_mhz(value):
     1e400)."""
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
-    return whole(value)
+    return whole(value.strip(" ") if isinstance(value, str) else value)
 
 
 def check_setting_types(settings, prefix, extra=()):
@@ -343,7 +345,7 @@ class GpuConfigurator:
             "ecc_mode_pending": bool(ecc[1]) if ecc else None,
             "mig_mode": bool(mig[0]) if mig else None,
             "mig_mode_pending": bool(mig[1]) if mig else None,
-            "locked_clocks_mhz": UNKNOWN_LOCK if self.memory_lost else self.locked.get(gpu["uuid"]),
+            "locked_clocks_mhz": self.locked.get(gpu["uuid"]),
             "supported_graphics_clocks_mhz": sorted(graphics) if graphics else None,
             "max_graphics_clock_mhz": q("nvmlDeviceGetMaxClockInfo", h, NVML_CLOCK_GRAPHICS),
         }
@@ -422,13 +424,13 @@ class GpuConfigurator:
         """
         h = gpu["handle"]
         steps = {
-            "persistence_mode": lambda v: self.nvml.call("nvmlDeviceSetPersistenceMode", h, int(v)),
-            "power_limit_w": lambda v: self.nvml.call("nvmlDeviceSetPowerManagementLimit", h, round(v * 1000)),
-            "compute_mode": lambda v: self.nvml.call("nvmlDeviceSetComputeMode", h, COMPUTE_MODES[v]),
-            "ecc_mode": lambda v: self.nvml.call("nvmlDeviceSetEccMode", h, int(v)),
-            "mig_mode": lambda v: self.nvml.call("nvmlDeviceSetMigMode", h, int(v)),
-            "locked_clocks_mhz": lambda v: (self.nvml.call("nvmlDeviceResetGpuLockedClocks", h) if v is None else
-                                            self.nvml.call("nvmlDeviceSetGpuLockedClocks", h, v["min"], v["max"])),
+            "persistence_mode": lambda v: self.nvml.change("nvmlDeviceSetPersistenceMode", h, int(v)),
+            "power_limit_w": lambda v: self.nvml.change("nvmlDeviceSetPowerManagementLimit", h, round(v * 1000)),
+            "compute_mode": lambda v: self.nvml.change("nvmlDeviceSetComputeMode", h, COMPUTE_MODES[v]),
+            "ecc_mode": lambda v: self.nvml.change("nvmlDeviceSetEccMode", h, int(v)),
+            "mig_mode": lambda v: self.nvml.change("nvmlDeviceSetMigMode", h, int(v)),
+            "locked_clocks_mhz": lambda v: (self.nvml.change("nvmlDeviceResetGpuLockedClocks", h) if v is None else
+                                            self.nvml.change("nvmlDeviceSetGpuLockedClocks", h, v["min"], v["max"])),
         }
         for setting in SETTINGS:
             if setting not in changes:
@@ -477,6 +479,11 @@ def configure(configurator, rules, check_mode, skip_lost, unreadable_clocks=Fals
     Raises :class:`ConfigError` (nothing changed) or :class:`ApplyFailed` (what changed before the failure).
     """
     inventory = configurator.inventory()
+    if configurator.memory_lost:
+        # Nothing is known of any GPU's lock: each stays unknown (in the memory written next) until it is set or reset.
+        for gpu in inventory:
+            if gpu["uuid"]:
+                configurator.locked.setdefault(gpu["uuid"], UNKNOWN_LOCK)
     desired = desired_per_gpu(rules, inventory)
     targets = [inventory[i] for i in sorted(desired)]
     lost = [gpu["index"] for gpu in targets if gpu["lost"]]

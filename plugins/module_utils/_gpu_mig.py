@@ -108,7 +108,7 @@ class MigManager:
                 continue
             array = (self.lib.c_nvmlGpuInstancePlacement_t * MAX_PLACEMENTS)()
             count = ctypes.c_uint(MAX_PLACEMENTS)
-            self.nvml.call("nvmlDeviceGetGpuInstancePossiblePlacements", handle, info.id, array, ctypes.byref(count))
+            self.nvml.change("nvmlDeviceGetGpuInstancePossiblePlacements", handle, info.id, array, ctypes.byref(count))
             table[name] = {"id": info.id, "slices": info.sliceCount, "count": info.instanceCount,
                            "memory_mib": info.memorySizeMB,
                            "placements": [(array[n].start, array[n].size) for n in range(count.value)]}
@@ -120,9 +120,9 @@ class MigManager:
         for name, profile in table.items():
             refs = (self.lib.c_nvmlGpuInstance_t * max(profile["count"], 1))()
             count = ctypes.c_uint(0)
-            self.nvml.call("nvmlDeviceGetGpuInstances", handle, profile["id"], refs, ctypes.byref(count))
+            self.nvml.change("nvmlDeviceGetGpuInstances", handle, profile["id"], refs, ctypes.byref(count))
             for n in range(count.value):
-                info = self.nvml.call("nvmlGpuInstanceGetInfo", refs[n])
+                info = self.nvml.change("nvmlGpuInstanceGetInfo", refs[n])
                 cis = self.compute_instances(refs[n])
                 found.append({
                     "handle": refs[n], "id": info.id, "profile": name, "start": info.placement.start,
@@ -146,7 +146,7 @@ class MigManager:
         for profile in self.compute_instance_profiles(gpu_instance):
             refs = (self.lib.c_nvmlComputeInstance_t * max(profile["count"], 1))()
             count = ctypes.c_uint(0)
-            self.nvml.call("nvmlGpuInstanceGetComputeInstances", gpu_instance, profile["id"], refs,
+            self.nvml.change("nvmlGpuInstanceGetComputeInstances", gpu_instance, profile["id"], refs,
                            ctypes.byref(count))
             found.extend({"handle": refs[n], "slices": profile["slices"]} for n in range(count.value))
         return found
@@ -158,37 +158,36 @@ class MigManager:
             procs = self.nvml.call("nvmlDeviceGetComputeRunningProcesses_v2", handle) or []
         return [{"pid": p.pid, "gpu_instance_id": p.gpuInstanceId} for p in procs]
 
-    def destroy(self, instance, label, started=None):
-        """Destroy an instance's compute instances, then the instance; ``started()`` is called after the first
-        NVML call that destroyed something (from then on the instance is no longer whole)."""
+    def destroy(self, instance, label, mark=None):
+        """Destroy an instance's compute instances, then the instance. ``mark(False)`` follows each compute instance
+        destroyed (the instance is no longer whole), ``mark(True)`` the instance itself."""
+        mark = mark or (lambda complete: None)
         try:
             for ci in instance["compute_instances"]:
-                self.nvml.call("nvmlComputeInstanceDestroy", ci["handle"])
-                if started:
-                    started()
-                    started = None
-            self.nvml.call("nvmlGpuInstanceDestroy", instance["handle"])
-            if started:
-                started()
+                self.nvml.change("nvmlComputeInstanceDestroy", ci["handle"])
+                mark(False)
+            self.nvml.change("nvmlGpuInstanceDestroy", instance["handle"])
+            mark(True)
         except NvmlCallError as exc:
             raise ConfigError("%s: destroying the %s instance (GPU instance %d) failed: %s"
                               % (label, instance["profile"], instance["id"], exc.message)) from None
 
-    def create(self, handle, profile, spot, label, started=None):
-        """Create the GPU instance ``spot`` = (profile name, start, size) with one compute instance spanning it;
-        ``started()`` is called once the GPU instance exists."""
+    def create(self, handle, profile, spot, label, mark=None):
+        """Create the GPU instance ``spot`` = (profile name, start, size) with one compute instance spanning it.
+        ``mark(False)`` follows the GPU instance (it exists, not yet usable), ``mark(True)`` its compute instance."""
+        mark = mark or (lambda complete: None)
         name, start, size = spot
         placement = self.lib.c_nvmlGpuInstancePlacement_t()
         placement.start, placement.size = start, size
         try:
-            gpu_instance = self.nvml.call("nvmlDeviceCreateGpuInstanceWithPlacement", handle, profile["id"],
-                                          ctypes.byref(placement))
-            if started:
-                started()
+            gpu_instance = self.nvml.change("nvmlDeviceCreateGpuInstanceWithPlacement", handle, profile["id"],
+                                            ctypes.byref(placement))
+            mark(False)
             whole = [p for p in self.compute_instance_profiles(gpu_instance) if p["slices"] == profile["slices"]]
             if not whole:
                 raise ConfigError("%s: the %s instance offers no compute instance spanning it" % (label, name))
-            self.nvml.call("nvmlGpuInstanceCreateComputeInstance", gpu_instance, whole[0]["id"])
+            self.nvml.change("nvmlGpuInstanceCreateComputeInstance", gpu_instance, whole[0]["id"])
+            mark(True)
         except NvmlCallError as exc:
             raise ConfigError("%s: creating a %s instance at memory slice %d failed: %s"
                               % (label, name, start, exc.message)) from None
@@ -260,15 +259,24 @@ def lay_out(manager, targets, layout, force, check_mode):
     raises :class:`ConfigError` (nothing changed) or ``ApplyFailed``, whose results say exactly which instances were
     destroyed and created before the failure."""
 
+    def recorder(done, what, spot):
+        """``mark(complete)`` for one instance: "partly <what> <spot>" after its first NVML step, "<what> <spot>"
+        once it is done, so that a failure between the two steps is reported as it left the instance."""
+        def mark(complete):
+            partly, entry = "partly %s %s" % (what, spot), "%s %s" % (what, spot)
+            if partly in done:
+                done[done.index(partly)] = entry if complete else partly
+            elif entry not in done:
+                done.append(entry if complete else partly)
+        return mark
+
     def apply_one(gpu, plan, done):
-        # Each change is recorded as soon as NVML made its first part, so that a failure in its second part (the
-        # GPU instance after its compute instances, the compute instance after its GPU instance) still reports it.
         for instance in sorted(plan["destroy"], key=lambda i: not i["processes"]):
-            name = "destroyed " + spot_name(instance["profile"], instance["start"])
-            manager.destroy(instance, label(gpu), lambda name=name: done.append(name))
+            spot = spot_name(instance["profile"], instance["start"])
+            manager.destroy(instance, label(gpu), recorder(done, "destroyed", spot))
         for spot in plan["create"]:
-            name = "created " + spot_name(spot[0], spot[1])
-            manager.create(gpu["handle"], plan["table"][spot[0]], spot, label(gpu), lambda name=name: done.append(name))
+            mark = recorder(done, "created", spot_name(spot[0], spot[1]))
+            manager.create(gpu["handle"], plan["table"][spot[0]], spot, label(gpu), mark)
 
     def report(gpu, plan, done):
         planned = (["destroyed " + spot_name(i["profile"], i["start"]) for i in plan["destroy"]]
@@ -276,11 +284,14 @@ def lay_out(manager, targets, layout, force, check_mode):
         made = planned if done is None else list(done)
         destroyed = [m.split(" ", 1)[1] for m in made if m.startswith("destroyed ")]
         created = [m.split(" ", 1)[1] for m in made if m.startswith("created ")]
+        # A partly destroyed instance is still there, without its compute instance; a partly created one is there,
+        # without one yet: both count as instances (as in before), neither as whole.
+        partly_created = [m.split(" ", 2)[2] for m in made if m.startswith("partly created ")]
         before = sorted(i["profile"] for i in plan["current"])
         after = list(before)
         for spot in destroyed:
             after.remove(spot.split("@")[0])
-        after = sorted(after + [spot.split("@")[0] for spot in created])
+        after = sorted(after + [spot.split("@")[0] for spot in created + partly_created])
         return {"index": gpu["index"], "uuid": gpu["uuid"], "before": before, "after": after,
                 "destroyed": destroyed, "created": created, "changed": made}
 

@@ -145,6 +145,22 @@ class NvmlSession:
                 raise GpuLost(function) from None
             raise NvmlCallError(function, code, str(exc)) from None
 
+    def change(self, function, *args):
+        """Call an NVML function that must do what it is asked (a setter, a create, a destroy, a read whose answer
+        the caller needs): any error raises, "not supported" and a missing entry point included, so that nothing
+        counts as done that NVML did not do."""
+        self.calls += 1
+        wrapper = getattr(self.lib, function, None)
+        if wrapper is None:
+            raise NvmlCallError(function, NVML_ERROR_FUNCTION_NOT_FOUND, "not in this nvidia-ml-py release")
+        try:
+            return wrapper(*args)
+        except self.lib.NVMLError as exc:
+            code = getattr(exc, "value", None)
+            if code == NVML_ERROR_GPU_IS_LOST:
+                raise GpuLost(function) from None
+            raise NvmlCallError(function, code, str(exc)) from None
+
     def query(self, function, *args):
         """Like :meth:`call`, but any error other than a lost GPU reads as None (for optional facts).
 

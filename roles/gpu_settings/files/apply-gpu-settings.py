@@ -48,11 +48,12 @@ def check_config(config):
     unknown = sorted(set(config) - {"_comment", "settings", "per_gpu", "mig_layouts"})
     if unknown:
         raise gc.ConfigError("%s: unknown key; known: settings, per_gpu, mig_layouts" % ", ".join(unknown))
-    gc.check_setting_types(config.get("settings") or {}, "settings.")
-    gc.normalise_settings(config.get("settings") or {}, "settings.")
+    settings = {} if config.get("settings") is None else config["settings"]
+    gc.check_setting_types(settings, "settings.")
+    gc.normalise_settings(settings, "settings.")
     for name in ("per_gpu", "mig_layouts"):
-        if not isinstance(config.get(name) or [], list):
-            raise gc.ConfigError("%s: must be a list" % name)
+        if not isinstance([] if config.get(name) is None else config[name], list):
+            raise gc.ConfigError("%s: must be a list, got %s" % (name, type(config[name]).__name__))
     for n, rule in enumerate(config.get("per_gpu") or []):
         prefix = "per_gpu[%d]." % n
         gc.check_setting_types(rule, prefix, extra=("gpus",))
@@ -68,6 +69,29 @@ def check_config(config):
         except gc.ConfigError as exc:
             raise gc.ConfigError("%s.%s" % (prefix, exc)) from None
         gm.check_layout(layout["layout"], prefix + ".layout")
+
+
+def mig_targets(session, config):
+    """The GPUs each MIG layout names, resolved before anything changes; a GPU named by two layouts is refused."""
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
+
+    layouts = config.get("mig_layouts") or []
+    if not layouts:
+        return []
+    gpus = gc.inventory(session)
+    targets, seen = [], {}
+    for n, layout in enumerate(layouts):
+        try:
+            indexes = gc.resolve_targets(layout.get("gpus", ["all"]), gpus)
+        except gc.ConfigError as exc:
+            raise gc.ConfigError("mig_layouts[%d].%s; nothing was changed" % (n, exc)) from None
+        for index in indexes:
+            if index in seen:
+                raise gc.ConfigError("mig_layouts[%d] and mig_layouts[%d] both name GPU %d; nothing was changed"
+                                     % (seen[index], n, index))
+            seen[index] = n
+        targets.append([gpus[i] for i in indexes])
+    return targets
 
 
 def report(results, check, say, what):
@@ -106,20 +130,14 @@ def settings_pass(session, config, check, state_dir, say):
     return any(r["changed"] for r in results), bool(lost)
 
 
-def mig_pass(session, config, check, say):
+def mig_pass(session, config, targets_per_layout, check, say):
     """The gpu_mig policy for each layout: validate every GPU it names, then lay them out."""
     from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
     from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_mig as gm
 
     manager = gm.MigManager(session)
-    layouts = config.get("mig_layouts") or []
-    if not layouts:
-        return False, False
-    gpus = gc.inventory(session)
     differs = failed = False
-    for n, layout in enumerate(layouts):
-        gm.check_layout(layout.get("layout") or [], "mig_layouts[%d].layout" % n)
-        targets = [gpus[i] for i in gc.resolve_targets(layout.get("gpus", ["all"]), gpus)]
+    for layout, targets in zip(config.get("mig_layouts") or [], targets_per_layout):
         for gpu in targets:
             if gpu["lost"]:
                 say("GPU %d: lost, MIG layout left out" % gpu["index"])
@@ -163,11 +181,13 @@ def main(argv):
             return EXIT_FAILED
         # Each pass says what it did; a failure names its pass, so that "nothing was changed" in the MIG pass is not
         # read as undoing the settings pass before it.
-        stage = "settings"
+        stage = "MIG layouts"
         try:
+            targets = mig_targets(session, config)  # every GPU selector resolved before any pass changes anything
+            stage = "settings"
             differs, failed = settings_pass(session, config, check, state_dir, print)
             stage = "MIG layouts"
-            mig_differs, mig_failed = mig_pass(session, config, check, print)
+            mig_differs, mig_failed = mig_pass(session, config, targets, check, print)
         except ConfigError as exc:  # nothing changed in this pass, or ApplyFailed: what changed before the failure
             print("%s: %s" % (stage, exc))
             return EXIT_FAILED

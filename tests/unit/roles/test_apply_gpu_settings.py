@@ -184,3 +184,26 @@ def test_a_mig_failure_after_the_settings_names_its_pass(node):
                                     "mig_layouts": [{"gpus": [0], "layout": ["1g.10gb"] * 7}]})
     assert rc == 1 and "GPU 0: set persistence_mode" in out
     assert "MIG layouts: nothing was changed: GPU 0: reading its current state failed" in out, out
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"per_gpu": [{"gpus": "12", "power_limit_w": 300}]},
+     "per_gpu[0].gpus: give a list of 'all', GPU indexes or UUIDs"),
+    ({"per_gpu": [{"gpus": {"3": 1}, "power_limit_w": 300}]}, "per_gpu[0].gpus: give a list"),
+    ({"mig_layouts": [{"gpus": "10", "layout": []}]}, "mig_layouts[0].gpus: give a list"),
+    ({"settings": {"persistence_mode": False}, "mig_layouts": [{"gpus": ["ALL"], "layout": []}]},
+     "mig_layouts[0].gpus: 'ALL' is neither 'all', a GPU index nor a GPU UUID"),
+    ({"settings": {"persistence_mode": False},
+      "mig_layouts": [{"gpus": [0], "layout": []}, {"gpus": ["all"], "layout": []}]},
+     "mig_layouts[0] and mig_layouts[1] both name GPU 0"),
+    ({"settings": False}, "settings: must be a mapping of settings, got bool"),
+    ({"settings": []}, "settings: must be a mapping of settings, got list"),
+    ({"per_gpu": {}}, "per_gpu: must be a list, got dict"),
+    ({"mig_layouts": False}, "mig_layouts: must be a list, got bool"),
+])
+def test_selectors_and_shapes_are_checked_before_any_pass(node, config, message):
+    before = with_lines(node, "dgx-a100-mig")
+    rc, out = node("dgx-a100-mig", config)
+    assert rc == 1 and message in out and "nothing was changed" in out and "Traceback" not in out, out
+    assert "GPU 0: set" not in out
+    assert node.fixture.read_bytes() == before

@@ -152,3 +152,23 @@ def test_a_revoked_pinned_key_is_refused(keys, tmp_path):
     subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False, capture_output=True)
     problems = signing_key_problems(keys.show(key_file(tmp_path, exported)), keys.pinned)
     assert problems == ["the key file holds the pinned %s, but that key is revoked" % keys.pinned]
+
+
+PINNED = "A" * 40
+PUB = "pub:-:255:22:0123456789ABCDEF:1700000000:::-:::scSC::::ed25519:::0:"
+FPR = "fpr:::::::::%s:" % PINNED
+
+
+@pytest.mark.parametrize("listing, problem", [
+    ({"failed": True, "stdout_lines": [PUB, FPR], "stderr": "gpg: oops\ngpg: last words"},
+     "gpg could not read all of the key file (exit unknown: gpg: last words)"),
+    ({"rc": 2, "stdout_lines": [PUB, FPR], "stderr_lines": "not a list"},
+     "gpg could not read all of the key file (exit 2: not a list)"),
+    ([PUB, FPR, PUB], "the key file holds primary key (one without a fingerprint) besides the pinned"),
+    ([PUB.replace("pub:-:", "pub:i:"), FPR], "but that key is invalid"),
+    ([PUB.replace("pub:-:", "pub:d:"), FPR], "but that key is disabled"),
+    ([PUB.replace("pub:-:", "pub:e:"), FPR], "but that key is expired"),
+])
+def test_listing_edge_cases(listing, problem):
+    problems = signing_key_problems(listing, PINNED)
+    assert any(problem in p for p in problems), problems

@@ -346,3 +346,31 @@ def test_an_unreadable_memory_makes_reset_reset(configure, tmp_path):
     assert result["gpus"][0]["before"]["locked_clocks_mhz"] == "unknown"
     assert "gpu.0.clocks.locked_min_mhz" not in read_fixture(path)
     assert configure("dgx-h100", gpus=["0"], locked_clocks_mhz="reset")[1]["changed"] is False
+
+
+def test_an_unreadable_memory_stays_unknown_for_the_gpus_not_touched(configure, tmp_path):
+    assert configure("dgx-h100", locked_clocks_mhz={"min": 1500, "max": 1980})[0] == 0
+    (tmp_path / "state" / "locked-clocks.json").write_text("{corrupt")
+    rc, result, _path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz={"min": 1410, "max": 1980})
+    assert rc == 0 and result["changed"] is True
+    rc, reset, path = configure("dgx-h100", locked_clocks_mhz="reset")
+    assert rc == 0 and [g["changed"] for g in reset["gpus"]] == [["locked_clocks_mhz"]] * 8
+    assert not any(key.startswith("gpu.%d.clocks.locked" % i) for key in read_fixture(path) for i in range(8))
+
+
+@pytest.mark.parametrize("setter, args", [
+    ("nvmlDeviceSetGpuLockedClocks", {"locked_clocks_mhz": {"min": 1410, "max": 1980}}),
+    ("nvmlDeviceSetPowerManagementLimit", {"power_limit_w": 500}),
+    ("nvmlDeviceSetPersistenceMode", {"persistence_mode": False}),
+    ("nvmlDeviceSetComputeMode", {"compute_mode": "prohibited"}),
+    ("nvmlDeviceSetEccMode", {"ecc_mode": False}),
+    ("nvmlDeviceSetMigMode", {"mig_mode": True}),
+])
+@pytest.mark.parametrize("code", ["NOT_SUPPORTED", "FUNCTION_NOT_FOUND"])
+def test_a_setter_nvml_does_not_carry_out_is_never_done(configure, tmp_path, setter, args, code):
+    before = with_fault(configure, "fail.%s=1+:%s" % (setter, code))
+    rc, result, path = configure("dgx-h100", gpus=["0"], **args)
+    assert rc == 1 and result["changed"] is False and "failed" in result["msg"], result
+    assert path.read_bytes() == before
+    memory = tmp_path / "state" / "locked-clocks.json"
+    assert not memory.exists() or "GPU-" not in memory.read_text()

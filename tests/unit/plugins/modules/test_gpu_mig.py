@@ -197,10 +197,12 @@ def test_a_gpu_lost_part_way(mig):
     rc, result, path = mig("dgx-a100-mig", [fault], gpus=[0], layout=["7g.80gb"])
     assert rc == 1 and result["changed"] is True
     assert result["msg"].startswith("GPU 0: the GPU was lost while applying its changes")
-    # The third instance lost its compute instance before NVML failed on the instance itself: it is reported
-    # destroyed (no longer usable), though its GPU instance is still there.
-    assert result["gpus"][0]["destroyed"] == ["1g.10gb@0", "1g.10gb@1", "1g.10gb@2"]
-    assert result["gpus"][0]["after"] == ["1g.10gb"] * 4
+    # The third instance lost its compute instance before NVML failed on the instance itself: it is reported as
+    # partly destroyed, and its GPU instance as still there.
+    assert result["gpus"][0]["destroyed"] == ["1g.10gb@0", "1g.10gb@1"]
+    assert result["gpus"][0]["changed"] == ["destroyed 1g.10gb@0", "destroyed 1g.10gb@1", "partly destroyed 1g.10gb@2"]
+    assert "partly destroyed 1g.10gb@2" in result["msg"]
+    assert result["gpus"][0]["after"] == ["1g.10gb"] * 5
     values = read_fixture(path)
     assert sum(1 for key in values if re.fullmatch(r"gpu\.0\.gi\.\d+\.profile", key)) == 5
     assert sum(1 for key in values if re.fullmatch(r"gpu\.0\.gi\.\d+\.ci\.0\.profile", key)) == 4
@@ -221,16 +223,18 @@ def test_a_compute_instance_that_fails_after_its_gpu_instance_is_reported_create
     rc, result, path = mig("dgx-a100-mig", ["fail.nvmlGpuInstanceCreateComputeInstance=1:UNKNOWN"], gpus=[0],
                            layout=["7g.80gb"])
     assert rc == 1 and result["changed"] is True
-    assert result["gpus"][0]["created"] == ["7g.80gb@0"]
+    assert result["gpus"][0]["created"] == [] and result["gpus"][0]["changed"][-1] == "partly created 7g.80gb@0"
+    assert result["gpus"][0]["after"] == ["7g.80gb"]
     assert "GPU 0: creating a 7g.80gb instance at memory slice 0 failed: Unknown Error" in result["msg"]
-    assert "created 7g.80gb@0)" in result["msg"]
+    assert "partly created 7g.80gb@0)" in result["msg"]
     assert read_fixture(path)["gpu.0.gi.0.profile"] in ("0", "7g.80gb")
 
 
 def test_a_first_destroy_step_is_reported(mig):
     rc, result, _path = mig("dgx-a100-mig", ["fail.nvmlGpuInstanceDestroy=1:INSUFFICIENT_RESOURCES"], gpus=[0],
                             layout=["7g.80gb"])
-    assert rc == 1 and result["changed"] is True and result["gpus"][0]["destroyed"] == ["1g.10gb@0"]
+    assert rc == 1 and result["changed"] is True and result["gpus"][0]["destroyed"] == []
+    assert result["gpus"][0]["changed"] == ["partly destroyed 1g.10gb@0"]
 
 
 @pytest.mark.parametrize("fault, message", [
@@ -248,3 +252,15 @@ def test_mig_devices_that_cannot_be_listed_are_null(mig):
     rc, result, _path = mig("dgx-a100-mig", ["fail.nvmlDeviceGetMaxMigDeviceCount=1:UNKNOWN"], gpus=[0],
                             layout=["1g.10gb"] * 7)
     assert rc == 0 and result["gpus"][0]["mig_devices"] is None
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("fail.nvmlGpuInstanceDestroy=1+:NOT_SUPPORTED",
+     "destroying the 1g.10gb instance (GPU instance 7) failed: Not Supported"),
+    ("fail.nvmlComputeInstanceDestroy=1:NOT_SUPPORTED", "destroying the 1g.10gb instance (GPU instance 7) failed"),
+    ("fail.nvmlGpuInstanceCreateComputeInstance=1:FUNCTION_NOT_FOUND", "creating a 3g.40gb instance at memory slice"),
+    ("fail.nvmlGpuInstanceGetInfo=1:NOT_SUPPORTED", "reading its current state failed: nvmlGpuInstanceGetInfo"),
+])
+def test_an_answer_of_not_supported_is_never_done(mig, fault, message):
+    rc, result, _path = mig("dgx-a100-mig", [fault], gpus=[0], layout=["3g.40gb", "3g.40gb"])
+    assert rc == 1 and message in result["msg"], result["msg"]
