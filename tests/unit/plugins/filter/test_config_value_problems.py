@@ -22,6 +22,9 @@ GOOD = [
     ("nccl_env", {"NCCL_IB_HCA": "mlx5_0:1,mlx5_1:1", "NCCL_SOCKET_IFNAME": "^docker0,lo", "NCCL_DEBUG": "WARN",
                   "NCCL_IB_TIMEOUT": 22, "NCCL_IB_DISABLE": False}),
     ("unit_names", ["jupyterhub", "slurmd.service", "user@1000.service", "dev-disk-by\\x2dlabel.mount"]),
+    ("pip_locations", ""),
+    ("pip_locations", "https://download.pytorch.org/whl/{channel}"),
+    ("pip_locations", ["http://127.0.0.1:18080/wheels/", "file:///srv/wheels", "/srv/wheels"]),
 ]
 
 
@@ -59,6 +62,10 @@ BAD = [
     ("nccl_env", {"NCCL_DEBUG": ""}, "nvidia_driver_module_params['NCCL_DEBUG']: ''"),
     ("unit_names", ["a b"], "give a systemd unit name"),
     ("unit_names", ["jupyterhub\n"], "nvidia_driver_module_params[0]: 'jupyterhub\\n'"),
+    ("pip_locations", "https://x/simple --trusted-host evil", "give an https://, http:// or file:// URL or an absolute"),
+    ("pip_locations", ["wheels"], "nvidia_driver_module_params[0]: 'wheels' is not allowed here"),
+    ("pip_locations", "ftp://x", "nvidia_driver_module_params: 'ftp://x' is not allowed here"),
+    ("pip_locations", {"a": 1}, "nvidia_driver_module_params: must be a list, got dict"),
 ]
 
 
