@@ -62,7 +62,7 @@ BAD = [
     ("nccl_env", {"NCCL_DEBUG": ""}, "nvidia_driver_module_params['NCCL_DEBUG']: ''"),
     ("unit_names", ["a b"], "give a systemd unit name"),
     ("unit_names", ["jupyterhub\n"], "nvidia_driver_module_params[0]: 'jupyterhub\\n'"),
-    ("pip_locations", "https://x/simple --trusted-host evil", "give an https://, http:// or file:// URL or an absolute"),
+    ("pip_locations", "https://x/simple --trusted-host evil", "give an https://, http:// or file:// URL or an"),
     ("pip_locations", ["wheels"], "nvidia_driver_module_params[0]: 'wheels' is not allowed here"),
     ("pip_locations", "ftp://x", "nvidia_driver_module_params: 'ftp://x' is not allowed here"),
     ("pip_locations", {"a": 1}, "nvidia_driver_module_params: must be a list, got dict"),
