@@ -46,9 +46,11 @@ print(json.dumps(results, default=str))
 
 
 def role_files(role, vars_name="Debian"):
-    """The files a role's variables come from: defaults, vars/main.yml and one OS-specific vars file."""
+    """The files a role's variables come from: defaults, vars/main.yml and one OS-specific vars file, where it has
+    them."""
     base = ROOT / "roles" / role
-    return [base / "defaults" / "main.yml", base / "vars" / "main.yml", base / "vars" / ("%s.yml" % vars_name)]
+    files = [base / "defaults" / "main.yml", base / "vars" / "main.yml", base / "vars" / ("%s.yml" % vars_name)]
+    return [path for path in files if path.exists()]
 
 
 class Batch:

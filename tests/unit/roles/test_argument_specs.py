@@ -36,4 +36,21 @@ def test_specs_match_defaults(role):
 def test_internal_variables_are_prefixed(role):
     for path in (role / "vars").glob("*.yml"):
         for name in load(path):
-            assert name.startswith("__%s_" % role.name), "%s: %s" % (path.name, name)
+            # An internal role's name has a leading underscore already: __python_env_*, not ___python_env_*.
+            assert name.startswith("__%s_" % role.name.lstrip("_")), "%s: %s" % (path.name, name)
+
+
+INTERNAL = [role for role in ROLES if role.name.startswith("_")]
+
+
+@pytest.mark.parametrize("role", INTERNAL, ids=lambda p: p.name)
+def test_internal_roles_refuse_direct_use_and_take_prefixed_arguments(role):
+    specs = load(role / "meta" / "argument_specs.yml")["argument_specs"]
+    assert specs["main"]["options"] == {} and load(role / "defaults" / "main.yml") == {}
+    tasks = load(role / "tasks" / "main.yml")
+    assert [next(iter(set(t) - {"name"})) for t in tasks] == ["ansible.builtin.fail"]
+    for entry, spec in specs.items():
+        if entry != "main":
+            assert (role / "tasks" / ("%s.yml" % entry)).exists(), entry
+            for name, option in spec["options"].items():
+                assert name.startswith(role.name + "_") and option.get("type") and option.get("description"), name

@@ -310,13 +310,17 @@ TORCH_ERROR = ("/opt/accelops-gpu/pytorch/lib/python3.11/site-packages/torch/inc
                "all.h:5:2: error: #error C++17 or later compatible compiler is required to use PyTorch.")
 TF_ERROR = ("/opt/accelops-gpu/tensorflow/lib/python3.11/site-packages/tensorflow/include/xla/printer.h:29:10: fatal "
             "error: highwayhash/arch_specific.h: No such file or directory")
-BUILD_FAILED = {role: preflight_task(role, "Stop where Horovod did not build", "horovod.yml")["ansible.builtin.fail"]
+# The message is the internal _python_env role's, with the arguments each framework role gives its horovod entry point.
+BUILD_FAILED = preflight_task("_python_env", "Stop where Horovod did not build", "horovod.yml")["ansible.builtin.fail"]
+HOROVOD_ARGS = {role: preflight_task(role, "Install Horovod where it can be built", "install.yml")["vars"]
                 for role in ("pytorch", "tensorflow")}
 
 
 def build_failure(role, msg):
-    return BATCH.case(role, NO_GPU, [("message", BUILD_FAILED[role]["msg"])],
-                      **{"__%s_horovod_build" % role: {"cmd": ["pip"], "msg": msg, "failed_when_result": False}})
+    return BATCH.add([*role_files(role), ROOT / "roles" / "_python_env" / "vars" / "main.yml"],
+                     {"ansible_facts": NO_GPU,
+                      "__python_env_horovod_build": {"cmd": ["pip"], "msg": msg, "failed_when_result": False}},
+                     [("message", BUILD_FAILED["msg"])], task_vars=HOROVOD_ARGS[role])
 
 
 @pytest.mark.parametrize("key, parts", [
