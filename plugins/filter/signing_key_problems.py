@@ -39,8 +39,8 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
         if listing.get("rc") != 0 or listing.get("failed"):
             said = listing.get("stderr_lines", listing.get("stderr", ""))
             said = said.splitlines() if isinstance(said, str) else [s for s in said or [] if isinstance(s, str)]
-            failure = "gpg could not read all of %s (exit %s%s)" % (source, listing.get("rc", "unknown"),
-                                                                     ": " + said[-1] if said else "")
+            last = ": " + said[-1] if said else ""
+            failure = "gpg could not read all of %s (exit %s%s)" % (source, listing.get("rc", "unknown"), last)
         listing = listing.get("stdout_lines", listing.get("stdout", ""))
     if isinstance(listing, str):
         lines = listing.splitlines()

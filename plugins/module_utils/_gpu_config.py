@@ -177,8 +177,8 @@ def whole_mhz(value):
 def check_setting_types(settings, prefix, extra=()):
     """For settings that no argument spec converted (the boot unit's JSON): known keys only, each of its type."""
     if not isinstance(settings, dict):
-        raise ConfigError("%s: must be a mapping of settings, got %s" % (prefix.rstrip(".") or "settings",
-                                                                          type(settings).__name__))
+        where = prefix.rstrip(".") or "settings"
+        raise ConfigError("%s: must be a mapping of settings, got %s" % (where, type(settings).__name__))
     unknown = sorted(str(k) for k in set(settings) - set(SETTINGS) - set(extra))
     if unknown:
         raise ConfigError("%s%s: unknown setting; known: %s" % (prefix, ", ".join(unknown), ", ".join(SETTINGS)))

@@ -136,7 +136,7 @@ class MigManager:
         profiles = []
         for index in COMPUTE_INSTANCE_PROFILE_INDEXES:
             info = self.nvml.call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpu_instance, index,
-                                   COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+                                  COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
             if info is not None and all(p["id"] != info.id for p in profiles):
                 profiles.append({"id": info.id, "slices": info.sliceCount, "count": info.instanceCount})
         return profiles
@@ -147,7 +147,7 @@ class MigManager:
             refs = (self.lib.c_nvmlComputeInstance_t * max(profile["count"], 1))()
             count = ctypes.c_uint(0)
             self.nvml.change("nvmlGpuInstanceGetComputeInstances", gpu_instance, profile["id"], refs,
-                           ctypes.byref(count))
+                             ctypes.byref(count))
             found.extend({"handle": refs[n], "slices": profile["slices"]} for n in range(count.value))
         return found
 
