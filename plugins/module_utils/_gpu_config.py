@@ -270,6 +270,18 @@ def inventory(nvml):
     return gpus
 
 
+def lock_key(gpu):
+    """The memory's key for a GPU: its UUID, in lower case (a memory edited by hand may have another case)."""
+    return gpu["uuid"].lower() if gpu["uuid"] else None
+
+
+def valid_lock(lock):
+    """Whether a remembered lock is one this module writes: {min, max} of whole MHz, min <= max."""
+    return (isinstance(lock, dict) and set(lock) == {"min", "max"}
+            and all(isinstance(lock[k], int) and not isinstance(lock[k], bool) and lock[k] > 0 for k in lock)
+            and lock["min"] <= lock["max"])
+
+
 class LockedClocksMemory:
     """NVML has no getter for locked clocks: remember what was set, per GPU UUID, in a file under /run, which a
     reboot clears along with the locks themselves."""
@@ -298,7 +310,11 @@ class LockedClocksMemory:
             return {}
         except (OSError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            return None
+        # A value this module does not write (null, a number, a range it would refuse) is not known: unknown.
+        return {str(uuid).lower(): lock if lock == UNKNOWN_LOCK or valid_lock(lock) else UNKNOWN_LOCK
+                for uuid, lock in data.items()}
 
     def save(self, data):
         directory = os.path.dirname(self.path)
@@ -345,7 +361,7 @@ class GpuConfigurator:
             "ecc_mode_pending": bool(ecc[1]) if ecc else None,
             "mig_mode": bool(mig[0]) if mig else None,
             "mig_mode_pending": bool(mig[1]) if mig else None,
-            "locked_clocks_mhz": self.locked.get(gpu["uuid"]),
+            "locked_clocks_mhz": self.locked.get(lock_key(gpu)),
             "supported_graphics_clocks_mhz": sorted(graphics) if graphics else None,
             "max_graphics_clock_mhz": q("nvmlDeviceGetMaxClockInfo", h, NVML_CLOCK_GRAPHICS),
         }
@@ -438,7 +454,7 @@ class GpuConfigurator:
             after = changes[setting][1]
             remembered = dict(self.locked)
             if setting == "locked_clocks_mhz" and after is not None:
-                self.locked[gpu["uuid"]] = after
+                self.locked[lock_key(gpu)] = after
                 self.save_or_fail(where, remembered)
             try:
                 steps[setting](after)
@@ -451,7 +467,7 @@ class GpuConfigurator:
                     from None
             done.append(setting)
             if setting == "locked_clocks_mhz" and after is None:
-                self.locked.pop(gpu["uuid"], None)
+                self.locked.pop(lock_key(gpu), None)
                 self.save_or_fail(where, None)
 
     def save_or_fail(self, where, restore):
@@ -483,7 +499,7 @@ def configure(configurator, rules, check_mode, skip_lost, unreadable_clocks=Fals
         # Nothing is known of any GPU's lock: each stays unknown (in the memory written next) until it is set or reset.
         for gpu in inventory:
             if gpu["uuid"]:
-                configurator.locked.setdefault(gpu["uuid"], UNKNOWN_LOCK)
+                configurator.locked.setdefault(lock_key(gpu), UNKNOWN_LOCK)
     desired = desired_per_gpu(rules, inventory)
     targets = [inventory[i] for i in sorted(desired)]
     lost = [gpu["index"] for gpu in targets if gpu["lost"]]

@@ -152,10 +152,13 @@ class MigManager:
         return found
 
     def processes(self, handle):
-        # Read with call(): a process list NVML fails to give must stop a plan, never read as "nothing runs".
+        """The compute processes of a GPU with their GPU instance; None when NVML cannot list them (then no instance
+        can be known to be idle). Read with call(): a list NVML fails to give stops a plan, never reads as empty."""
         procs = self.nvml.call("nvmlDeviceGetComputeRunningProcesses_v3", handle)
         if procs is None:  # a driver before R510
-            procs = self.nvml.call("nvmlDeviceGetComputeRunningProcesses_v2", handle) or []
+            procs = self.nvml.call("nvmlDeviceGetComputeRunningProcesses_v2", handle)
+        if procs is None:
+            return None
         return [{"pid": p.pid, "gpu_instance_id": p.gpuInstanceId} for p in procs]
 
     def destroy(self, instance, label, mark=None):
@@ -238,8 +241,20 @@ def check_gpu(manager, gpu, layout, force):
     if too_many or fit(layout, placements) is None:
         return None, ["%s: layout %s does not fit this GPU's memory slices and placements%s"
                       % (where, " + ".join(layout), (": " + ", ".join(too_many)) if too_many else "")]
-    current = manager.instances(handle, table, manager.processes(handle))
+    processes = manager.processes(handle)
+    current = manager.instances(handle, table, processes or [])
+    # Every MIG device belongs to a GPU instance: one that no profile accounts for means the profile table NVML gave
+    # is not the whole truth, and a plan made from it would be wrong.
+    unlisted = sorted({d["gpu_instance_id"] for d in manager.devices(handle) if d["gpu_instance_id"] is not None}
+                      - {i["id"] for i in current})
+    if unlisted:
+        return None, ["%s: GPU instance %s has MIG devices but no profile NVML describes; the layout cannot be planned"
+                      % (where, ", ".join(str(i) for i in unlisted))]
     plan = plan_layout(layout, current, placements)
+    if processes is None and plan["destroy"] and not force:
+        return plan, ["%s: NVML cannot list the processes on this GPU, so %s would be destroyed without knowing that "
+                      "they are idle; set force: true to destroy them anyway"
+                      % (where, ", ".join(spot_name(i["profile"], i["start"]) for i in plan["destroy"]))]
     busy = [i for i in plan["destroy"] if i["processes"]]
     if busy and not force:
         return plan, ["%s: the %s instance (GPU instance %d) would be destroyed but runs processes %s; set force: true "

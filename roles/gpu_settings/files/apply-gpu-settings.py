@@ -72,8 +72,10 @@ def check_config(config):
 
 
 def mig_targets(session, config):
-    """The GPUs each MIG layout names, resolved before anything changes; a GPU named by two layouts is refused."""
+    """The GPUs each MIG layout names, resolved and their layouts checked against the GPUs (MIG mode, profiles, fit,
+    busy instances) before any pass changes anything; a GPU named by two layouts is refused."""
     from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config as gc
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_mig as gm
 
     layouts = config.get("mig_layouts") or []
     if not layouts:
@@ -91,6 +93,10 @@ def mig_targets(session, config):
                                      % (seen[index], n, index))
             seen[index] = n
         targets.append([gpus[i] for i in indexes])
+    manager = gm.MigManager(session)
+    for layout, chosen in zip(layouts, targets):
+        # In check mode: it plans and refuses, and changes nothing.
+        gm.lay_out(manager, [g for g in chosen if not g["lost"]], layout["layout"], False, True)
     return targets
 
 

@@ -179,7 +179,8 @@ def test_a_malformed_config_changes_nothing_and_says_where(node, config, message
 
 
 def test_a_mig_failure_after_the_settings_names_its_pass(node):
-    with_lines(node, "dgx-a100-mig", "fail.nvmlDeviceGetGpuInstanceProfileInfoV=1:UNKNOWN")
+    # Calls 1-18 read the profile table when the layouts are checked before any pass; 19 is the MIG pass's first.
+    with_lines(node, "dgx-a100-mig", "fail.nvmlDeviceGetGpuInstanceProfileInfoV=19:UNKNOWN")
     rc, out = node("dgx-a100-mig", {"settings": {"persistence_mode": False},
                                     "mig_layouts": [{"gpus": [0], "layout": ["1g.10gb"] * 7}]})
     assert rc == 1 and "GPU 0: set persistence_mode" in out
@@ -206,4 +207,14 @@ def test_selectors_and_shapes_are_checked_before_any_pass(node, config, message)
     rc, out = node("dgx-a100-mig", config)
     assert rc == 1 and message in out and "nothing was changed" in out and "Traceback" not in out, out
     assert "GPU 0: set" not in out
+    assert node.fixture.read_bytes() == before
+
+
+@pytest.mark.parametrize("layout, message", [({"gpus": [2], "layout": ["7g.80gb"]}, "GPU 2: MIG mode is off"),
+                                             ({"gpus": [0], "layout": ["9g.90gb"]}, "profile 9g.90gb is not offered"),
+                                             ({"gpus": [0], "layout": ["1g.10gb"] * 8}, "8 x 1g.10gb (at most 7)")])
+def test_mig_layouts_are_checked_against_the_gpus_before_the_settings_pass(node, layout, message):
+    before = with_lines(node, "dgx-a100-mig")
+    rc, out = node("dgx-a100-mig", {"settings": {"power_limit_w": 300}, "mig_layouts": [layout]})
+    assert rc == 1 and message in out and "GPU 0: set" not in out, out
     assert node.fixture.read_bytes() == before

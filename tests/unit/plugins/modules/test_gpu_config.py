@@ -311,7 +311,8 @@ def test_locked_clocks_are_remembered_before_a_later_failure(configure, tmp_path
     rc, result, _path = configure("dgx-h100", gpus=["0", "1"], locked_clocks_mhz=lock)
     assert rc == 1 and result["changed"] is True and "GPU 0 (locked_clocks_mhz)" in result["msg"]
     remembered = (tmp_path / "state" / "locked-clocks.json").read_text()
-    assert '"min": 1500' in remembered and remembered.count("GPU-") == 2  # GPU 1's may have been set: never forgotten
+    # GPU 1's lock may have been set when the GPU was lost: it is never forgotten.
+    assert '"min": 1500' in remembered and remembered.lower().count("gpu-") == 2
     rc, reset, path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz="reset")
     assert rc == 0 and reset["changed"] is True
     assert "gpu.0.clocks.locked_min_mhz" not in read_fixture(path)
@@ -321,7 +322,7 @@ def test_a_lock_nvml_refuses_is_not_remembered(configure, tmp_path):
     with_fault(configure, "fail.nvmlDeviceSetGpuLockedClocks=1:UNKNOWN")
     rc, result, _path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz={"min": 1500, "max": 1980})
     assert rc == 1 and result["changed"] is False
-    assert "GPU-" not in (tmp_path / "state" / "locked-clocks.json").read_text()
+    assert "gpu-" not in (tmp_path / "state" / "locked-clocks.json").read_text().lower()
 
 
 def test_a_huge_integer_index_is_refused():
@@ -373,4 +374,16 @@ def test_a_setter_nvml_does_not_carry_out_is_never_done(configure, tmp_path, set
     assert rc == 1 and result["changed"] is False and "failed" in result["msg"], result
     assert path.read_bytes() == before
     memory = tmp_path / "state" / "locked-clocks.json"
-    assert not memory.exists() or "GPU-" not in memory.read_text()
+    assert not memory.exists() or "gpu-" not in memory.read_text().lower()
+
+
+@pytest.mark.parametrize("memory", ['{"GPU-%s": null}', '{"GPU-%s": 5}', '{"GPU-%s": {"min": 1, "max": "x"}}',
+                                    '{"gpu-%s": {"min": 1500, "max": 1980}}'])
+def test_a_memory_this_module_did_not_write_counts_as_unknown_or_is_matched(configure, tmp_path, memory):
+    lock = {"min": 1500, "max": 1980}
+    assert configure("dgx-h100", gpus=["0"], locked_clocks_mhz=lock)[0] == 0
+    uuid = read_fixture(tmp_path / "dgx-h100.conf")["gpu.0.uuid"][4:]
+    (tmp_path / "state" / "locked-clocks.json").write_text(memory % uuid.upper() if "GPU-" in memory else memory % uuid)
+    rc, reset, path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz="reset")
+    assert rc == 0 and reset["changed"] is True, reset
+    assert "gpu.0.clocks.locked_min_mhz" not in read_fixture(path)

@@ -249,7 +249,8 @@ def test_a_profile_or_process_read_that_fails_stops_the_plan(mig, fault, message
 
 
 def test_mig_devices_that_cannot_be_listed_are_null(mig):
-    rc, result, _path = mig("dgx-a100-mig", ["fail.nvmlDeviceGetMaxMigDeviceCount=1:UNKNOWN"], gpus=[0],
+    # The first call plans (it must succeed), the second reads the devices back after the run.
+    rc, result, _path = mig("dgx-a100-mig", ["fail.nvmlDeviceGetMaxMigDeviceCount=2:UNKNOWN"], gpus=[0],
                             layout=["1g.10gb"] * 7)
     assert rc == 0 and result["gpus"][0]["mig_devices"] is None
 
@@ -264,3 +265,19 @@ def test_mig_devices_that_cannot_be_listed_are_null(mig):
 def test_an_answer_of_not_supported_is_never_done(mig, fault, message):
     rc, result, _path = mig("dgx-a100-mig", [fault], gpus=[0], layout=["3g.40gb", "3g.40gb"])
     assert rc == 1 and message in result["msg"], result["msg"]
+
+
+def test_an_instance_no_profile_accounts_for_stops_the_plan(mig):
+    fault = "fail.nvmlDeviceGetGpuInstanceProfileInfoV=1:NOT_SUPPORTED"  # 1g.10gb no longer described
+    rc, result, path = mig("dgx-a100-mig", [fault], gpus=["1"], layout=["3g.40gb", "2g.20gb"])
+    assert rc == 1 and "GPU 1: GPU instance 9 has MIG devices but no profile NVML describes" in result["msg"], result
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes() + (fault + "\n").encode()
+
+
+@pytest.mark.parametrize("code", ["NOT_SUPPORTED", "FUNCTION_NOT_FOUND"])
+def test_processes_nvml_cannot_list_protect_every_instance(mig, code):
+    faults = ["fail.nvmlDeviceGetComputeRunningProcesses_v3=1+:%s" % code,
+              "fail.nvmlDeviceGetComputeRunningProcesses_v2=1+:%s" % code]
+    rc, result, path = mig("dgx-a100-mig", faults, gpus=[0], layout=["3g.40gb", "3g.40gb"])
+    assert rc == 1 and "GPU 0: NVML cannot list the processes on this GPU" in result["msg"], result["msg"]
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes() + "".join(f + "\n" for f in faults).encode()
