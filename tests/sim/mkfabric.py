@@ -298,7 +298,8 @@ class Writer:
 def main(profile, outdir, flat=False, peermem=False):
     """Write PROFILE's tree under OUTDIR; returns the number of PCI functions written."""
     writer = Writer(outdir, flat)
-    os.makedirs(os.path.join(outdir, "bus", "pci", "devices"))
+    # A simulated node may already have an empty tree (tests/sim/prepare-node.yml gives one to a node without GPUs).
+    os.makedirs(os.path.join(outdir, "bus", "pci", "devices"), exist_ok=True)
     for rc in PROFILES[profile]():
         host_bridge = os.path.join(outdir, "devices", "pci0000:%02x" % rc["bus"])
         if not flat:
