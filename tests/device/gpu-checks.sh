@@ -71,8 +71,10 @@ say "persistence mode before: $persistence; check mode asked for $flip; after: $
   'r["ansible_facts"]["nvidia"]["gpus"][0]["persistence_mode"]'); changed (would): $(value "$out/gpu_config_check.json" 'r.get("changed")')"
 
 gpus=$(value "$out/gpu_facts.json" 'r["ansible_facts"]["nvidia"]["gpu_count"]')
+# As the role installs it: the script with the shared checks beside it.
+cp "$root/roles/pytorch/files/validate_pytorch.py" "$root/roles/_python_env/files/framework_validation.py" "$scratch/"
 step validate_pytorch "$out/validate_pytorch.json" env PYTHONUNBUFFERED=1 "$py" \
-  "$root/roles/pytorch/files/validate_pytorch.py" --expect-gpus="${gpus:-0}"
+  "$scratch/validate_pytorch.py" --expect-gpus="${gpus:-0}"
 say "    $(value "$out/validate_pytorch.json" 'r.get("statement") or r.get("failure")')"
 say "GPU matmul TFLOP/s: $(value "$out/validate_pytorch.json" \
   '(r["gpu"]["matmul_fp32"]["tflops"], r["gpu"]["matmul_low"]["tflops"], r["gpu"]["speedup_low"]) if r.get("gpu") else None')"

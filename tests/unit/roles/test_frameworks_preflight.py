@@ -7,6 +7,7 @@ the error the filter raised, as the role's rescue does."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -346,8 +347,11 @@ def test_horovod_build_failure_in_one_line(key, parts):
 def test_validation_script_without_the_framework(role, script, tmp_path):
     """Run by a Python without the framework, the script says so in JSON and exits 2. -S leaves out every
     site-packages directory, so the framework cannot be imported whatever this machine has installed."""
-    child = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "roles" / role / "files" / script)],
-                           check=False, capture_output=True, text=True, cwd=str(tmp_path))
+    for source in (ROOT / "roles" / role / "files" / script, ROOT / "roles" / "_python_env" / "files" /
+                   "framework_validation.py"):  # as the role installs them: side by side
+        shutil.copy(source, tmp_path)
+    child = subprocess.run([sys.executable, "-I", "-S", str(tmp_path / script)],
+                           check=False, capture_output=True, text=True, cwd="/")
     assert child.returncode == 2, child.stderr
     facts = json.loads(child.stdout)
     assert facts["failure"].startswith(("torch cannot be imported", "tensorflow cannot be imported"))
