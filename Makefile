@@ -29,8 +29,8 @@ lock:
 	{ echo "# Generated from requirements.in by 'make lock': every package pinned, for reproducible venvs."; \
 	  $(BUILD)/lock-venv/bin/pip freeze --exclude-editable; } > requirements.txt
 
-$(FAKENVML): tests/sim/fakenvml/fakenvml.c
-	tests/sim/fakenvml/build.sh $(BUILD)/fakenvml
+$(FAKENVML): $(wildcard tests/sim/nvml/fakenvml/*.[ch]) tests/sim/nvml/fakenvml/exports.map
+	tests/sim/nvml/fakenvml/build.sh $(BUILD)/fakenvml
 
 # The checkout itself, importable as ansible_collections.accelops.gpu (for ansible-lint and the unit tests).
 LINKED := $(BUILD)/collections/ansible_collections/accelops/gpu
@@ -47,16 +47,16 @@ sanity: venv
 	tests/sanity.sh
 
 units: venv $(FAKENVML)
-	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest tests/unit
+	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest
 
 # The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
 sim: venv $(FAKENVML)
-	tests/sim/docker-up.sh
-	tests/sim/build-image.sh bookworm
-	tests/sim/build-image.sh trixie
-	python3 tests/sim/cudamirror/build.py $(BUILD)/mirror/cuda --fake-nvml $(FAKENVML)
-	tests/sim/wheelhouse.sh fill
-	tests/sim/mirror.sh start
+	tests/sim/images/docker-up.sh
+	tests/sim/images/build-image.sh bookworm
+	tests/sim/images/build-image.sh trixie
+	python3 tests/sim/mirror/cudamirror/build.py $(BUILD)/mirror/cuda --fake-nvml $(FAKENVML)
+	tests/sim/mirror/wheelhouse.sh fill
+	tests/sim/mirror/mirror.sh start
 
 molecule: sim
 	molecule test --all
@@ -68,11 +68,11 @@ test: lint sanity units molecule release
 	@echo "make test: all checks passed"
 
 demo: sim
-	tests/sim/demo.sh
+	tests/sim/images/demo.sh
 
 bench: sim
 	tests/bench/run.sh
 
 clean:
-	-tests/sim/mirror.sh stop
+	-tests/sim/mirror/mirror.sh stop
 	rm -rf $(BUILD) .ansible

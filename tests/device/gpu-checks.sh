@@ -57,7 +57,7 @@ else
 fi
 say "machine: $machine"
 
-step nvml-capture "$out/captured.conf" "$py" "$root/tests/sim/nvml-capture.py" --name "$machine"
+step nvml-capture "$out/captured.conf" "$py" "$root/tests/sim/nvml/nvml-capture.py" --name "$machine"
 say "    $(grep -c '=' "$out/captured.conf") keys captured"
 
 module gpu_facts '{}' "$out/gpu_facts.json"

@@ -61,7 +61,7 @@ def train_record(dtype_name, steps, losses, seconds_per_step, changed):
             "seconds_per_step": round(seconds_per_step, 6), "ok": bool(changed and finite)}
 
 
-def allreduce_record(backend, ranks, gpus, size, seconds, correct):
+def allreduce_record(backend, ranks, gpus, size, seconds, *, correct):
     """size bytes reduced in seconds over ranks. Bus bandwidth as nccl-tests reports it for all-reduce: algorithm
     bandwidth x 2(n-1)/n."""
     algbw = size / seconds / 1e9

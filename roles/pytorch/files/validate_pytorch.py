@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import framework_validation  # noqa: E402  pylint: disable=wrong-import-position
+import framework_validation
 
 
 def _dtype_name(dtype):
@@ -61,7 +61,7 @@ def _allreduce_worker(rank, job, queue):
     if rank == 0:
         correct = float(tensor[0].item()) == float(world) and float(tensor[-1].item()) == float(world)
         queue.put(framework_validation.allreduce_record(backend, world, world if on_gpu else 0, tensor.numel() * 4,
-                                                        seconds, correct))
+                                                        seconds, correct=correct))
     dist.destroy_process_group()
 
 

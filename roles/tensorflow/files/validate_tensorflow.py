@@ -24,7 +24,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import framework_validation  # noqa: E402  pylint: disable=wrong-import-position
+import framework_validation
 
 
 class TensorFlow:
@@ -167,7 +167,7 @@ class TensorFlow:
         [part.numpy() for part in strategy.experimental_local_results(result)]
         seconds = (time.perf_counter() - start) / iterations
         return framework_validation.allreduce_record("nccl" if on_gpu else "reduction-to-one-device", gpus,
-                                                     gpus if on_gpu else 0, elements * 4, seconds, correct)
+                                                     gpus if on_gpu else 0, elements * 4, seconds, correct=correct)
 
     def statement(self, facts):
         return "tensorflow %s uses %d GPU(s) (%s), built with CUDA %s" % (

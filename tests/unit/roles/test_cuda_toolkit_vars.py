@@ -13,7 +13,7 @@ from simnode import ROOT, load_sim_script
 
 ROLE = ROOT / "roles" / "cuda_toolkit"
 
-MIRROR = load_sim_script("cudamirror/build.py", "cudamirror_build")
+MIRROR = load_sim_script("mirror/cudamirror/build.py", "cudamirror_build")
 
 
 def facts(distribution, major, family, packages=None, **extra):

@@ -9,6 +9,7 @@ import importlib.util
 import json
 
 import pytest
+
 from simnode import ROOT
 
 SPEC = importlib.util.spec_from_file_location(
@@ -70,7 +71,7 @@ class Double:
         if not self.reduces:
             raise RuntimeError("NCCL error: unhandled system error")
         return fv.allreduce_record("nccl" if on_gpu else "gloo", ranks, ranks if on_gpu else 0, megabytes << 20, 0.01,
-                                   self.sums)
+                                   correct=self.sums)
 
     def statement(self, facts):
         return "double uses %d GPU(s)" % facts["gpu_count"]
@@ -114,24 +115,25 @@ def test_gpu_node_with_records(capsys):
     assert facts["statement"] == "double uses 4 GPU(s)"
 
 
-@pytest.mark.parametrize("double, argv, code, failure", [
-    (Double(importable=False), [], 2, "doublelib cannot be imported: No module named 'doublelib'"),
-    (Double(problem="this is a GPU node (%d GPUs) but the build has no CUDA"), ["--expect-gpus", "2"], 1,
-     "this is a GPU node (2 GPUs) but the build has no CUDA"),
-    (Double(gpus=1), ["--expect-gpus", "2"], 1, "doublelib sees 1 GPUs but NVML reports 2 (CUDA_VISIBLE_DEVICES=unset)"),
-    (Double(gpus=1, trains=False), [], 1,
-     "the mixed-precision training step did not update the weights or gave a non-finite loss"),
-    (Double(gpus=2, sums=False), [], 1, "the NCCL all-reduce gave a wrong sum"),
-    (Double(gpus=2, reduces=False), [], 1, "NCCL all-reduce over 2 GPUs failed: NCCL error: unhandled system error"),
-    (Double(reduces=False), ["--cpu-allreduce", "3"], 1,
-     "Gloo all-reduce over 3 processes failed: NCCL error: unhandled system error"),
-    (Double(sums=False), ["--cpu-allreduce", "3"], 1, "the Gloo all-reduce gave a wrong sum"),
+@pytest.mark.parametrize("double, argv, expected", [
+    (Double(importable=False), [], (2, "doublelib cannot be imported: No module named 'doublelib'")),
+    (Double(problem="this is a GPU node (%d GPUs) but the build has no CUDA"), ["--expect-gpus", "2"], (1,
+     "this is a GPU node (2 GPUs) but the build has no CUDA")),
+    (Double(gpus=1), ["--expect-gpus", "2"],
+     (1, "doublelib sees 1 GPUs but NVML reports 2 (CUDA_VISIBLE_DEVICES=unset)")),
+    (Double(gpus=1, trains=False), [], (1,
+     "the mixed-precision training step did not update the weights or gave a non-finite loss")),
+    (Double(gpus=2, sums=False), [], (1, "the NCCL all-reduce gave a wrong sum")),
+    (Double(gpus=2, reduces=False), [], (1, "NCCL all-reduce over 2 GPUs failed: NCCL error: unhandled system error")),
+    (Double(reduces=False), ["--cpu-allreduce", "3"], (1,
+     "Gloo all-reduce over 3 processes failed: NCCL error: unhandled system error")),
+    (Double(sums=False), ["--cpu-allreduce", "3"], (1, "the Gloo all-reduce gave a wrong sum")),
 ], ids=["not-importable", "cpu-build-on-gpu-node", "gpu-count", "training", "nccl-sum", "nccl-error", "cpu-error",
         "cpu-sum"])
-def test_failures_are_named_and_exit_non_zero(double, argv, code, failure, capsys, monkeypatch):
+def test_failures_are_named_and_exit_non_zero(double, argv, expected, capsys, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    got, facts = run(double, capsys, *argv)
-    assert (got, facts["failure"]) == (code, failure)
+    code, facts = run(double, capsys, *argv)
+    assert (code, facts["failure"]) == expected
 
 
 def test_a_gpu_node_stops_before_measuring_when_the_gpus_are_not_seen(capsys):

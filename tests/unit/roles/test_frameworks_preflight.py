@@ -358,8 +358,9 @@ def test_validation_script_without_the_framework(role, script, tmp_path):
 
 
 def test_wheelhouse_pins_follow_the_roles():
-    """tests/sim/wheelhouse.sh reads the pins from the roles' defaults with sed: they must stay one quoted line each."""
-    text = (ROOT / "tests" / "sim" / "wheelhouse.sh").read_text()
+    """tests/sim/mirror/wheelhouse.sh reads the pins from the roles' defaults with sed: they must stay one quoted line
+    each."""
+    text = (ROOT / "tests" / "sim" / "mirror" / "wheelhouse.sh").read_text()
     assert "pin pytorch pytorch_version" in text and "pin tensorflow tensorflow_version" in text
     for role in ("pytorch", "tensorflow"):
         lines = [line for line in (ROOT / "roles" / role / "defaults" / "main.yml").read_text().splitlines()

@@ -12,7 +12,7 @@ from ansible_collections.accelops.gpu.plugins.filter.nccl_env import nccl_env
 from ansible_collections.accelops.gpu.plugins.module_utils import _ib
 from simnode import ROOT
 
-spec = importlib.util.spec_from_file_location("mkfabric", ROOT / "tests" / "sim" / "mkfabric.py")
+spec = importlib.util.spec_from_file_location("mkfabric", ROOT / "tests" / "sim" / "host" / "mkfabric.py")
 mkfabric = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mkfabric)
 

@@ -17,7 +17,7 @@ NAMES = ("__nvidia_driver_package_manager", "__nvidia_driver_pinning", "__nvidia
          "__nvidia_driver_fabricmanager_package", "__nvidia_driver_hold_packages")
 
 
-MIRROR = load_sim_script("cudamirror/build.py", "cudamirror_build")
+MIRROR = load_sim_script("mirror/cudamirror/build.py", "cudamirror_build")
 
 
 def vars_file(facts):

@@ -1,4 +1,5 @@
-"""_ib against the simulated fabrics of tests/sim/mkfabric.py: real sysfs layouts, values of the modelled machines."""
+"""_ib against the simulated fabrics of tests/sim/host/mkfabric.py: real sysfs layouts, values of the modelled
+machines."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from ansible_collections.accelops.gpu.plugins.module_utils import _ib
 from simnode import ROOT, load_sim_script
 
-mkfabric = load_sim_script("mkfabric.py", "mkfabric")
+mkfabric = load_sim_script("host/mkfabric.py", "mkfabric")
 
 # DGX H100 user guide, network modules table: GPU -> its compute ConnectX-7 (RDMA name, IPoIB name).
 DGX_H100_RAILS = [
@@ -219,7 +220,8 @@ def test_flat_tree_falls_back_to_numa_nodes(fabric):
 
 
 def test_mksysfs_tree_lists_gpus_without_rdma(tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "tests/sim/mksysfs.py"), str(ROOT / "tests/sim/fixtures/dgx-h100.conf"),
+    subprocess.run([sys.executable, str(ROOT / "tests/sim/host/mksysfs.py"),
+                    str(ROOT / "tests/sim/nvml/fixtures/dgx-h100.conf"),
                     str(tmp_path / "sys")], check=True, capture_output=True)
     facts = _ib.collect(str(tmp_path / "sys"))
     assert facts["devices"] == [] and len(facts["gpu_affinity"]) == 8  # NVSwitches and the host bridge left out
@@ -269,7 +271,7 @@ def test_missing_sysfs_root_is_empty(tmp_path):
 
 
 def test_command_line(tmp_path):
-    script = str(ROOT / "tests" / "sim" / "mkfabric.py")
+    script = str(ROOT / "tests" / "sim" / "host" / "mkfabric.py")
     out = subprocess.run([sys.executable, script, "--peermem", "roce-host", str(tmp_path / "sys")],
                          check=True, capture_output=True, text=True)
     assert out.stdout == "roce-host: 11 PCI functions\n"

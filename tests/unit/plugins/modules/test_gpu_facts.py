@@ -162,7 +162,8 @@ def test_fixture_is_never_written(module_result, nvml_fixture):
 
 
 def test_sysfs_root_feeds_pci_devices(module_result, nvml_fixture, tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "tests/sim/mksysfs.py"), str(ROOT / "tests/sim/fixtures/dgx-h100.conf"),
+    subprocess.run([sys.executable, str(ROOT / "tests/sim/host/mksysfs.py"),
+                    str(ROOT / "tests/sim/nvml/fixtures/dgx-h100.conf"),
                     str(tmp_path / "sys")], check=True, capture_output=True)
     facts = gather_facts(module_result, nvml_fixture, "dgx-h100", sysfs_root=str(tmp_path / "sys"))
     kinds = [d["kind"] for d in facts["pci_devices"]]

@@ -1,4 +1,4 @@
-"""ib_facts end to end in-process: the module's main() on the simulated fabrics of tests/sim/mkfabric.py."""
+"""ib_facts end to end in-process: the module's main() on the simulated fabrics of tests/sim/host/mkfabric.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.accelops.gpu.plugins.modules import ib_facts
 from simnode import load_sim_script
 
-mkfabric = load_sim_script("mkfabric.py", "mkfabric")
+mkfabric = load_sim_script("host/mkfabric.py", "mkfabric")
 
 
 @pytest.fixture

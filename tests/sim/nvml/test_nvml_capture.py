@@ -1,4 +1,4 @@
-"""tests/sim/nvml-capture.py, the tool that makes a fixture from a real GPU node's NVML, run against the fake NVML:
+"""tests/sim/nvml/nvml-capture.py, the tool that makes a fixture from a real GPU node's NVML, run against the fake NVML:
 a fixture captured from the fake loaded with a committed fixture must give gpu_facts the same facts as that fixture,
 so that a capture from real hardware, loaded the same way, stands for that hardware."""
 
@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.accelops.gpu.plugins.modules import gpu_facts
 from simnode import load_sim_script, read_fixture
 
-CAPTURE = load_sim_script("nvml-capture.py", "nvml_capture")
+CAPTURE = load_sim_script("nvml/nvml-capture.py", "nvml_capture")
 WHEN = datetime.datetime(2026, 11, 29, tzinfo=datetime.timezone.utc)
 
 
@@ -32,7 +32,8 @@ def test_capture_gives_the_same_facts(name, nvml_fixture, module_result, monkeyp
     captured = tmp_path / "captured.conf"
     captured.write_text(text)
     assert facts_of(module_result, captured, monkeypatch) == expected
-    assert text.startswith("# Captured from NVML by tests/sim/nvml-capture.py on 2026-11-29: the %s fixture." % name)
+    assert text.startswith("# Captured from NVML by tests/sim/nvml/nvml-capture.py on 2026-11-29: the %s fixture."
+                           % name)
 
 
 def test_capture_writes_each_gpu_and_the_topology(nvml_fixture, module_result, monkeypatch, tmp_path):

@@ -15,7 +15,7 @@ Writes, as the kernel lays them out:
   <function>/net/<ifname>/{address,operstate,type,mtu,dev_port}
   OUTDIR/class/infiniband/mlx5_N and OUTDIR/class/net/<ifname> -> relative symlinks into the tree
 --flat writes every function as a plain directory under bus/pci/devices, without the hierarchy (as
-tests/sim/mksysfs.py does). --peermem adds OUTDIR/module/nvidia_peermem (the module is loaded).
+tests/sim/host/mksysfs.py does). --peermem adds OUTDIR/module/nvidia_peermem (the module is loaded).
 Runs on python3 (3.9+) with the standard library only.
 """
 
@@ -298,7 +298,8 @@ class Writer:
 def main(profile, outdir, flat=False, peermem=False):
     """Write PROFILE's tree under OUTDIR; returns the number of PCI functions written."""
     writer = Writer(outdir, flat)
-    # A simulated node may already have an empty tree (tests/sim/prepare-node.yml gives one to a node without GPUs).
+    # A simulated node may already have an empty tree (tests/sim/host/prepare-node.yml gives one to a node without
+    # GPUs).
     os.makedirs(os.path.join(outdir, "bus", "pci", "devices"), exist_ok=True)
     for rc in PROFILES[profile]():
         host_bridge = os.path.join(outdir, "devices", "pci0000:%02x" % rc["bus"])

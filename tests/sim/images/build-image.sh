@@ -2,8 +2,8 @@
 # Build the base image of a simulated GPU server: a Debian rootfs with systemd as PID 1, Python and what
 # Ansible needs on a target, imported into the local Docker daemon.
 #
-#   tests/sim/build-image.sh bookworm   -> accelops-sim/debian12:latest
-#   tests/sim/build-image.sh trixie     -> accelops-sim/debian13:latest
+#   tests/sim/images/build-image.sh bookworm   -> accelops-sim/debian12:latest
+#   tests/sim/images/build-image.sh trixie     -> accelops-sim/debian13:latest
 #
 # No container registry is reachable, so the image is made with debootstrap from the Debian mirror that this
 # machine's own apt sources name (override with DEBIAN_MIRROR=http://...). When the image already exists the

@@ -1,15 +1,15 @@
-"""Write a fake-NVML fixture (tests/sim/fixtures/*.conf) from what NVML reports on this machine.
+"""Write a fake-NVML fixture (tests/sim/nvml/fixtures/*.conf) from what NVML reports on this machine.
 
 Run it on a node with a real NVIDIA GPU and driver, with nvidia-ml-py importable:
 
-    python3 tests/sim/nvml-capture.py --name "one H200, driver 580" > tests/sim/fixtures/h200.conf
+    python3 tests/sim/nvml/nvml-capture.py --name "one H200, driver 580" > tests/sim/nvml/fixtures/h200.conf
 
 It asks NVML, through the same pynvml calls the collection's modules make, for everything the fake
 libnvidia-ml.so.1 reads, and writes it in the fixture's key=value format, one key per GPU (no gpu.* defaults). A
 query NVML does not support leaves its key out (the fake then answers NOT_SUPPORTED, as the real library did); any
 other error is left out too and named in a comment. Not captured: MIG instances and the MIG profile table (the fake
 has its own tables, gpu.N.mig.profiles) and the processes' MIG placement. The same script run against the fake
-library writes a fixture that gives the same facts as the one it read (tests/unit/sim/test_nvml_capture.py).
+library writes a fixture that gives the same facts as the one it read (tests/sim/nvml/test_nvml_capture.py).
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def capture(pynvml, name="", now=None):
     finally:
         pynvml.nvmlShutdown()
     when = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d")
-    head = ["# Captured from NVML by tests/sim/nvml-capture.py on %s%s." % (when, ": " + name if name else ""),
+    head = ["# Captured from NVML by tests/sim/nvml/nvml-capture.py on %s%s." % (when, ": " + name if name else ""),
             "# Keys NVML did not support are left out."]
     return "\n".join(head + cap.notes + [""] + cap.lines) + "\n"
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The local package mirror that simulated nodes install from, served over HTTP on 127.0.0.1 only:
 #   build/mirror/wheels/   Python wheels (nvidia-ml-py), used as pip --find-links
-#   build/mirror/cuda/     the signed CUDA apt repositories (tests/sim/cudamirror/build.py), at /cuda/repos/<distro>/x86_64/
-# Usage: tests/sim/mirror.sh start|stop|url
+#   build/mirror/cuda/     the signed CUDA apt repositories (tests/sim/mirror/cudamirror/build.py), at /cuda/repos/<distro>/x86_64/
+# Usage: tests/sim/mirror/mirror.sh start|stop|url
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 mirror="$root/build/mirror"
 port=${MIRROR_PORT:-18080}
 pidfile="$root/build/mirror.pid"

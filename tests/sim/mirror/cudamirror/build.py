@@ -1,6 +1,6 @@
 """Build a local, signed apt repository shaped like NVIDIA's CUDA network repository.
 
-Usage: python3 tests/sim/cudamirror/build.py OUTDIR [--fake-nvml PATH] [--base-url URL]
+Usage: python3 tests/sim/mirror/cudamirror/build.py OUTDIR [--fake-nvml PATH] [--base-url URL]
 
 OUTDIR receives what https://developer.download.nvidia.com/compute/cuda/ serves under repos/, for the distributions
 in DISTROS, filled with tiny dummy packages that carry the real package names, versions and dependency shape
@@ -15,7 +15,7 @@ in DISTROS, filled with tiny dummy packages that carry the real package names, v
 
 --base-url is where OUTDIR/repos is served; it goes into the sources list that cuda-keyring installs.
 The default is http://127.0.0.1:$MIRROR_PORT/cuda/repos (MIRROR_PORT defaults to 18080), which is where
-tests/sim/mirror.sh serves OUTDIR=build/mirror/cuda.
+tests/sim/mirror/mirror.sh serves OUTDIR=build/mirror/cuda.
 
 Needs dpkg-deb, apt-ftparchive (apt-utils) and gpg; installs the missing ones with apt-get (as root).
 Does nothing when OUTDIR holds a complete build of the same inputs (this script, the fake NVML library,
@@ -38,9 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+ROOT = HERE.parents[3]
 DEFAULT_FAKE_NVML = ROOT / "build" / "fakenvml" / "libnvidia-ml.so.1"
-FAKE_NVML_BUILD = ROOT / "tests" / "sim" / "fakenvml" / "build.sh"
+FAKE_NVML_BUILD = ROOT / "tests" / "sim" / "nvml" / "fakenvml" / "build.sh"
 
 # NVIDIA's per-distribution directory names. The Debian repositories package the driver the Debian way
 # (nvidia-driver, libnvidia-ml1, nvidia-kernel-dkms, ...); the Ubuntu ones the Ubuntu way (nvidia-driver-550,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = ROOT / "build" / "collections"
-FIXTURES = ROOT / "tests" / "sim" / "fixtures"
+FIXTURES = ROOT / "tests" / "sim" / "nvml" / "fixtures"
 FAKENVML_DIR = ROOT / "build" / "fakenvml"
 FAKENVML = FAKENVML_DIR / "libnvidia-ml.so.1"
 
@@ -26,7 +26,7 @@ def expose_collection():
 
 
 def load_sim_script(relative, name):
-    """A script of tests/sim (such as cudamirror/build.py or mkfabric.py) imported as a module."""
+    """A script of tests/sim (such as mirror/cudamirror/build.py or host/mkfabric.py) imported as a module."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / "sim" / relative)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -34,7 +34,7 @@ def load_sim_script(relative, name):
 
 
 def build_fake_nvml():
-    subprocess.run([str(ROOT / "tests" / "sim" / "fakenvml" / "build.sh"), str(FAKENVML_DIR)], check=True)
+    subprocess.run([str(ROOT / "tests" / "sim" / "nvml" / "fakenvml" / "build.sh"), str(FAKENVML_DIR)], check=True)
     return FAKENVML
 
 

@@ -7,15 +7,15 @@
 # the next `make demo` replaces it.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 node=${DEMO_NODE:-accelops-demo-dgx-h100}
 image=accelops-sim/debian12:latest
 fixture=${DEMO_FIXTURE:-dgx-h100}
 work="$root/build/demo"
-mirror=$("$root/tests/sim/mirror.sh" url)
+mirror=$("$root/tests/sim/mirror/mirror.sh" url)
 key=$(cat "$root/build/mirror/cuda/fingerprint")
 # The driver release the fixture reports as loaded, when the mirror carries it; else the newest of branch 550.
-loaded=$(sed -n 's/^driver_version=//p' "$root/tests/sim/fixtures/$fixture.conf")
+loaded=$(sed -n 's/^driver_version=//p' "$root/tests/sim/nvml/fixtures/$fixture.conf")
 if ls "$root"/build/mirror/cuda/repos/debian12/x86_64/libnvidia-ml1_"$loaded"-1_*.deb >/dev/null 2>&1; then
   branch=${loaded%%.*} version=$loaded
 else
@@ -53,7 +53,7 @@ all:
     nvidia_driver_branch: "$branch"
     nvidia_driver_version: "$version"
     cuda_toolkit_versions: ["$cuda"]
-    # The frameworks' CPU builds from the local wheelhouse only (tests/sim/wheelhouse.sh fills it).
+    # The frameworks' CPU builds from the local wheelhouse only (tests/sim/mirror/wheelhouse.sh fills it).
     pytorch_channel: cpu
     pytorch_index_url: ""
     pytorch_find_links: ["$mirror/wheelhouse/"]
@@ -65,7 +65,7 @@ YAML
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
 export ANSIBLE_DISPLAY_SKIPPED_HOSTS=false ANSIBLE_NOCOLOR=1
 echo "== preparing the simulated node $node ($fixture)"
-ansible-playbook -i "$work/inventory.yml" "$root/tests/sim/prepare-node.yml" >"$work/prepare.log" ||
+ansible-playbook -i "$work/inventory.yml" "$root/tests/sim/host/prepare-node.yml" >"$work/prepare.log" ||
   { tail -n 30 "$work/prepare.log"; exit 1; }
 echo "== ansible-playbook -i $work/inventory.yml playbooks/site.yml"
 ansible-playbook -i "$work/inventory.yml" "$root/playbooks/site.yml" | tee "$work/site.log"

@@ -7,15 +7,15 @@
 #   (WHEELHOUSE_TORCH_INDEX), and where none is at hand a node's torch is left out (as the default scenario does).
 # The wheels (about 1 GB) live in a cache OUTSIDE the checkout, so that a fresh clone in CI reuses them:
 #   WHEELHOUSE_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/accelops-gpu/wheelhouse)
-# and build/mirror/wheelhouse is a link to that cache, which tests/sim/mirror.sh serves at /wheelhouse/ (pip
+# and build/mirror/wheelhouse is a link to that cache, which tests/sim/mirror/mirror.sh serves at /wheelhouse/ (pip
 # --find-links http://127.0.0.1:18080/wheelhouse/). pip on a node takes the wheels of its own interpreter from it.
-# Usage: tests/sim/wheelhouse.sh fill|path
+# Usage: tests/sim/mirror/wheelhouse.sh fill|path
 #   fill  download what is missing (a no-op when the cache already holds the pins), then link it into build/mirror/
 #   path  print the cache directory
 # The pins come from the roles' defaults, so the wheelhouse follows them.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 cache=${WHEELHOUSE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/accelops-gpu/wheelhouse}
 python=${PYTHON:-python3}
 # The nodes' interpreters and what each gets ("<python>:<what>[,<what>]"), not this machine's.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Prove that a simulated-server image (tests/sim/build-image.sh) works as an Ansible target: boot it the way
+# Prove that a simulated-server image (tests/sim/images/build-image.sh) works as an Ansible target: boot it the way
 # molecule does (systemd as PID 1, no --privileged, host network), wait for systemd to finish booting, check that
 # no unit failed, that Python has what Ansible modules need, and that `docker stop` is fast.
 #
-#   tests/sim/smoke-image.sh accelops-sim/debian12:latest
+#   tests/sim/images/smoke-image.sh accelops-sim/debian12:latest
 #
 # Prints one PASS/FAIL line per check and exits non-zero when any check fails.
 # SMOKE_ALLOW_DEGRADED=1 accepts a `degraded` boot; SMOKE_APT=1 also runs `apt-get update` in the container
@@ -39,7 +39,7 @@ finish() {
 trap finish EXIT
 
 if ! docker image inspect "$image" >/dev/null 2>&1; then
-  fail "image $image exists (build it with tests/sim/build-image.sh)"
+  fail "image $image exists (build it with tests/sim/images/build-image.sh)"
   exit 1
 fi
 

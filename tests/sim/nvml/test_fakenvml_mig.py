@@ -15,8 +15,8 @@ import pynvml
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-FIXTURES = REPO / "tests" / "sim" / "fixtures"
-BUILD_SH = REPO / "tests" / "sim" / "fakenvml" / "build.sh"
+FIXTURES = REPO / "tests" / "sim" / "nvml" / "fixtures"
+BUILD_SH = REPO / "tests" / "sim" / "nvml" / "fakenvml" / "build.sh"
 BUILD_DIR = REPO / "build" / "fakenvml"
 MIB = 1024 * 1024
 

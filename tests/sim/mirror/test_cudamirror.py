@@ -1,4 +1,4 @@
-"""The simulated CUDA network repository of tests/sim/cudamirror/build.py: its signatures and indexes, the files
+"""The simulated CUDA network repository of tests/sim/mirror/cudamirror/build.py: its signatures and indexes, the files
 of its dummy packages, and what apt resolves from it.
 
 apt runs in a throw-away root (APT_CONFIG points at a config whose Dir is a temporary directory, with an empty
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-BUILD_PY = ROOT / "tests" / "sim" / "cudamirror" / "build.py"
+BUILD_PY = ROOT / "tests" / "sim" / "mirror" / "cudamirror" / "build.py"
 FAKE_NVML = ROOT / "build" / "fakenvml" / "libnvidia-ml.so.1"
 BASE_URL = "http://127.0.0.1:18080/cuda/repos"
 
