@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""CUDA, driver, PyTorch, TensorFlow and Horovod compatibility filters, each documented in its own <name>.yml."""
+"""CUDA, driver, GPU architecture, PyTorch, TensorFlow and Horovod compatibility filters, each documented in its own
+<name>.yml."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ cuda_max_for_driver = _filter(_cuda_compat.cuda_max_for_driver)
 torch_cuda_channel = _filter(_cuda_compat.torch_cuda_channel)
 tensorflow_build = _filter(_cuda_compat.tensorflow_build)
 horovod_limit = _filter(_cuda_compat.horovod_limit)
+gpu_architecture = _filter(_cuda_compat.gpu_architecture)
+gpu_support_problems = _filter(_cuda_compat.gpu_support_problems)
 
 
 class FilterModule:
@@ -40,4 +43,6 @@ class FilterModule:
             "torch_cuda_channel": torch_cuda_channel,
             "tensorflow_build": tensorflow_build,
             "horovod_limit": horovod_limit,
+            "gpu_architecture": gpu_architecture,
+            "gpu_support_problems": gpu_support_problems,
         }

@@ -14,6 +14,17 @@ COMPAT = {
     # https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/ (the 13.2 Update 2 edition lists every row below).
     # One list per major.minor: the GA release first, then Update 1, Update 2, ... (toolkit x.y.N is Update N).
     "toolkit_driver": {
+        # CUDA 11.0's GA release is 11.0.2 (11.0.1 was a release candidate), its Update 1 11.0.3: here the list
+        # index is the update, as for every other row. 11.1 prints its drivers without the last part.
+        "11.0": ["450.51.05", "450.51.06"],  # Table 3: CUDA 11.0.2 GA, 11.0.3 Update 1
+        "11.1": ["455.23", "455.32"],  # Table 3: CUDA 11.1 GA, Update 1 (as printed)
+        "11.2": ["460.27.03", "460.32.03", "460.32.03"],  # Table 3: CUDA 11.2 GA, Update 1, Update 2
+        "11.3": ["465.19.01", "465.19.01"],  # Table 3: CUDA 11.3 GA, Update 1
+        # The R470 long-term branch: CUDA 11.4 is the newest CUDA of Kepler-era fleets that stay on 470.
+        "11.4": ["470.42.01", "470.57.02", "470.57.02", "470.82.01", "470.82.01"],  # Table 3: 11.4 GA, Updates 1-4
+        "11.5": ["495.29.05", "495.29.05", "495.29.05"],  # Table 3: CUDA 11.5 GA, Update 1, Update 2
+        "11.6": ["510.39.01", "510.47.03", "510.47.03"],  # Table 3: CUDA 11.6 GA, Update 1, Update 2
+        "11.7": ["515.43.04", "515.48.07"],  # Table 3: CUDA 11.7 GA, Update 1
         "11.8": ["520.61.05"],  # Table 3: CUDA 11.8 GA
         "12.0": ["525.60.13", "525.85.12"],  # Table 3: CUDA 12.0 GA, Update 1
         "12.1": ["530.30.02", "530.30.02"],  # Table 3: CUDA 12.1 GA, Update 1
@@ -67,6 +78,92 @@ COMPAT = {
         "2.19": {"cuda": "12.5", "cudnn": "9.3"},  # tensorflow-2.19.0 (unconfirmed, see above)
         "2.20": {"cuda": "12.5", "cudnn": "9.3"},  # tensorflow-2.20.0 (unconfirmed, see above)
         "2.21": {"cuda": "12.5", "cudnn": "9.3"},  # tensorflow-2.21.0
+    },
+    # GPU architectures as NVML names them (nvmlDeviceGetArchitecture; module_utils/_pci.py gives the same names from
+    # the PCI device id before any driver), oldest first, with the compute capabilities of their chips.
+    # - driver_branches: the first and the last driver branch that supports the architecture (None: open).
+    #   The last: NVIDIA's Unix driver deprecation schedule, "The release 580 series will be the last to support GPUs
+    #   based on the Maxwell, Pascal, and Volta architectures"; R470 is the last branch for Kepler (NVIDIA's 2021
+    #   notice). The first: the branch of the first CUDA release that builds for the architecture (Table 3 above;
+    #   sm_cuda below), as NVIDIA ships support for a new architecture with that CUDA's driver.
+    # - open_kernel_modules: NVIDIA Driver Installation Guide, "Kernel Modules": "Open GPU kernel modules are supported
+    #   only on Turing and newer generations"; NVIDIA's "Transitions Fully Towards Open-Source GPU Kernel Modules":
+    #   "For cutting-edge platforms such as NVIDIA Grace Hopper or NVIDIA Blackwell, you must use the open-source GPU
+    #   kernel modules" (Grace Hopper's GPU is a Hopper: the table cannot tell it from an H100 and says "supported").
+    "architectures": {
+        "kepler": {"compute_capabilities": ["3.0", "3.2", "3.5", "3.7"], "driver_branches": [None, "470"],
+                   "open_kernel_modules": "unsupported"},
+        "maxwell": {"compute_capabilities": ["5.0", "5.2", "5.3"], "driver_branches": [None, "580"],
+                    "open_kernel_modules": "unsupported"},
+        "pascal": {"compute_capabilities": ["6.0", "6.1", "6.2"], "driver_branches": [None, "580"],
+                   "open_kernel_modules": "unsupported"},
+        "volta": {"compute_capabilities": ["7.0", "7.2"], "driver_branches": [None, "580"],
+                  "open_kernel_modules": "unsupported"},
+        "turing": {"compute_capabilities": ["7.5"], "driver_branches": [None, None],
+                   "open_kernel_modules": "supported"},
+        "ampere": {"compute_capabilities": ["8.0", "8.6", "8.7"], "driver_branches": ["450", None],
+                   "open_kernel_modules": "supported"},
+        "ada": {"compute_capabilities": ["8.9"], "driver_branches": ["520", None], "open_kernel_modules": "supported"},
+        "hopper": {"compute_capabilities": ["9.0"], "driver_branches": ["520", None],
+                   "open_kernel_modules": "supported"},
+        "blackwell": {"compute_capabilities": ["10.0", "10.3", "11.0", "12.0", "12.1"],
+                      "driver_branches": ["570", None], "open_kernel_modules": "required"},
+    },
+    # The CUDA releases whose nvcc builds for a compute capability (sm_XY): first and last major.minor; None where the
+    # range is open (older than this table, or still supported). CUDA release notes, "Deprecated or Dropped Features"
+    # and "New Features": sm_30/sm_32 removed in 11.0, sm_35/sm_37 in 12.0, sm_50 to sm_72 (Maxwell, Pascal, Volta)
+    # in 13.0 ("CUDA Toolkit 12.x series will continue to support building applications for these architectures,
+    # offline compilation and library support will be removed in the next major CUDA Toolkit version release");
+    # sm_80 new in 11.0, sm_86 in 11.1, sm_87 in 11.4, sm_89 and sm_90 in 11.8, sm_100 and sm_120 in 12.8, sm_103 and
+    # sm_121 in 12.9, sm_110 in 13.0 ("Thor SM renaming from sm_101 to sm_110 starting from CUDA 13.0").
+    "sm_cuda": {
+        "3.0": [None, "10.2"], "3.2": [None, "10.2"], "3.5": [None, "11.8"], "3.7": [None, "11.8"],
+        "5.0": [None, "12.9"], "5.2": [None, "12.9"], "5.3": [None, "12.9"],
+        "6.0": [None, "12.9"], "6.1": [None, "12.9"], "6.2": [None, "12.9"],
+        "7.0": [None, "12.9"], "7.2": [None, "12.9"],
+        "7.5": [None, None],
+        "8.0": ["11.0", None], "8.6": ["11.1", None], "8.7": ["11.4", None], "8.9": ["11.8", None],
+        "9.0": ["11.8", None],
+        "10.0": ["12.8", None], "10.3": ["12.9", None], "11.0": ["13.0", None], "12.0": ["12.8", None],
+        "12.1": ["12.9", None],
+    },
+    # The GPU code in PyTorch's Linux x86_64 wheels, per channel: rows of [first torch release, targets], the newest
+    # row not newer than a torch release applies. sm_XY is a cubin, which runs on compute capability X.Y and the
+    # newer X.* of its major; compute_XY is PTX, which the driver compiles for X.Y and every newer GPU.
+    # TORCH_CUDA_ARCH_LIST of each channel in pytorch/pytorch .ci/manywheel/build_cuda.sh, at each release's tag.
+    "torch_targets": {
+        # pytorch/builder manywheel/build_cuda.sh on release/2.1 to release/2.5: "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0" for
+        # CUDA 11.8, "5.0;6.0;7.0;7.5;8.0;8.6;9.0" for CUDA 12.1 and 12.4.
+        "cu118": [["2.1", ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]]],
+        "cu121": [["2.1", ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]]],
+        "cu124": [["2.4", ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]]],
+        # pytorch/pytorch .ci/manywheel/build_cuda.sh from 2.6 on: "Only 12.6 includes Legacy Maxwell/Pascal".
+        "cu126": [["2.6", ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]]],
+        # 2.7: Turing and newer with Blackwell ("7.5;8.0;8.6;9.0;10.0;12.0+PTX"); 2.8 took sm_70 back ("we would like
+        # to keep sm_70 architecture", pytorch/pytorch#157517); 2.11 dropped Volta from CUDA 12.8 again
+        # (pytorch/pytorch#172352).
+        "cu128": [["2.7", ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]],
+                  ["2.8", ["sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]],
+                  ["2.11", ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]]],
+        "cu129": [["2.8", ["sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]]],
+        # "7.5;8.0;8.6;9.0;10.0;12.0+PTX" on x86_64 (11.0, Thor, on aarch64 only).
+        "cu130": [["2.9", ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]]],
+        # Not confirmed from a copy of build_cuda.sh: taken to be CUDA 13.0's list. Check when updating.
+        "cu132": [["2.12", ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]]],
+    },
+    # The GPU code of TensorFlow's Linux pip builds (tensorflow[and-cuda]), per release: the compute capabilities of
+    # the official builds in tensorflow/.bazelrc ("This is the same as the official TensorFlow builds":
+    # HERMETIC_CUDA_COMPUTE_CAPABILITIES="sm_60,sm_70,sm_80,sm_89,compute_90" from the hermetic-CUDA releases on).
+    # 2.14 and 2.15 (sm_50, no sm_89), 2.20 and 2.21 are not confirmed from a copy of their .bazelrc.
+    "tensorflow_targets": {
+        "2.14": ["sm_50", "sm_60", "sm_70", "sm_80", "compute_90"],
+        "2.15": ["sm_50", "sm_60", "sm_70", "sm_80", "compute_90"],
+        "2.16": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
+        "2.17": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
+        "2.18": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
+        "2.19": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
+        "2.20": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
+        "2.21": ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"],
     },
     # The first framework release a Horovod release does not build against (pip source build on Linux), with why.
     # A row holds for its Horovod major.minor and every older release (an older one may stop at an older framework
@@ -217,7 +314,7 @@ def cuda_max_for_driver(driver):
     return _dotted(best)
 
 
-def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit"):
+def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=None):
     """The PyTorch wheel channel (cu124, ...) for a CUDA version.
 
     Without torch: over every release in the table. With torch: that release's channels. The answer is the newest
@@ -225,7 +322,8 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit"):
     newer one), so CUDA 12.8 with torch 2.5 gives cu124. Where there is none, compat="minor" takes the nearest newer
     channel of the same CUDA major: the wheels bring their own CUDA runtime, which runs on any driver of its major
     through CUDA minor version compatibility, so CUDA 12.4 with torch 2.13 gives cu126 (and CUDA 13.0 with torch 2.13
-    still cu130, not the newer cu132). exact=True asks for the channel of exactly that CUDA.
+    still cu130, not the newer cu132). exact=True asks for the channel of exactly that CUDA. gpus (with torch): only
+    the channels whose wheels carry code for every GPU given count (see gpu_support_problems).
     """
     if compat not in COMPAT_MODES:
         raise CompatError("compat must be one of %s, got %s" % (", ".join(COMPAT_MODES), _shown(compat)))
@@ -242,6 +340,17 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit"):
                 _text(torch), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
         channels = [c for c in COMPAT["torch_channels"][_dotted(wanted)] if c != "cpu"]
         missing = "torch %s has no wheel for CUDA %s: its channels are" % (_text(torch), _text(cuda))
+        pairs = _gpus(gpus)
+        if pairs:
+            fit = [c for c in channels if not _missing(torch_targets(torch, c), pairs)]
+            named = ", ".join(_named(a, c) for a, c in pairs)
+            if not fit:
+                raise CompatError("torch %s has no CUDA wheel that runs on %s: none of its channels %s carries code "
+                                  "for them; nearest: cpu, or an older torch" % (_text(torch), named,
+                                                                                ", ".join(channels)))
+            channels = fit
+            missing = "torch %s has no wheel for CUDA %s that runs on %s: its channels for them are" % (
+                _text(torch), _text(cuda), named)
     fitting = [c for c in channels if not _newer(_channel_cuda(c), release)]
     if exact and _channel(release) in channels:
         return _channel(release)
@@ -281,3 +390,270 @@ def horovod_limit(horovod, framework):
             below, why = COMPAT["horovod_limits"][_dotted(row)][framework]
             return {"below": below, "why": why}
     return {}
+
+
+# GPU architectures: which driver branch, kernel modules, CUDA and framework builds a node's GPUs can use.
+
+KERNEL_MODULES = ("open", "proprietary")
+
+
+def _capability(value):
+    """'9.0' -> (9, 0); a compute capability as NVML reports it (major.minor)."""
+    text = _text(value)
+    if not re.match(r"^\d+\.\d+$", text):
+        raise CompatError("compute capability %s is not one: expected major.minor, e.g. 9.0" % _shown(value))
+    return _key(text)
+
+
+def _architecture_of(capability):
+    for name, row in COMPAT["architectures"].items():
+        if _dotted(capability) in row["compute_capabilities"]:
+            return name
+    return None
+
+
+def _gpu(item):
+    """One GPU as (architecture, compute capability or None). item: a gpu_facts GPU or a PCI device (a dict with
+    architecture and/or compute_capability), an architecture name or a compute capability. A GPU whose architecture
+    is not in the table (newer than it, or unreadable) gives (None, None)."""
+    if isinstance(item, dict):
+        capability = item.get("compute_capability")
+        architecture = item.get("architecture")
+    elif _text(item)[:1].isdigit():
+        capability, architecture = item, None
+    else:
+        capability, architecture = None, item
+    architecture = _text(architecture).lower() or None
+    capability = _capability(capability) if _text(capability) else None
+    if capability is not None:
+        found = _architecture_of(capability)
+        if found != architecture and architecture in COMPAT["architectures"]:
+            raise CompatError("compute capability %s is not one of %s's (%s)" % (
+                _dotted(capability), architecture, ", ".join(COMPAT["architectures"][architecture]
+                                                             ["compute_capabilities"])))
+        if found is None:
+            return None, None
+        architecture = found
+    if architecture not in COMPAT["architectures"]:
+        return None, None
+    return architecture, capability
+
+
+def _gpus(gpus):
+    """The distinct (architecture, capability) of a node's GPUs, in the table's order."""
+    if isinstance(gpus, (str, dict)) or gpus is None:
+        gpus = [] if gpus is None else [gpus]
+    found = {_gpu(item) for item in gpus} - {(None, None)}
+    order = list(COMPAT["architectures"])
+    return sorted(found, key=lambda pair: (order.index(pair[0]), pair[1] or (0, 0)))
+
+
+def _named(architecture, capability=None):
+    title = "Ada" if architecture == "ada" else architecture.capitalize()
+    return "%s (compute capability %s)" % (title, _dotted(capability)) if capability else title
+
+
+def _capabilities(architecture, capability):
+    """The compute capabilities to answer for: the GPU's, or every one of its architecture when only that is known."""
+    if capability:
+        return [capability]
+    return [_key(c) for c in COMPAT["architectures"][architecture]["compute_capabilities"]]
+
+
+def _runs(targets, capability):
+    """Whether code built for targets runs on a GPU of capability: a cubin (sm_XY) on X.Y and newer minors of X, PTX
+    (compute_XY) on X.Y and every newer GPU."""
+    for target in targets:
+        kind, digits = target.split("_", 1)
+        built = (int(digits[:-1]), int(digits[-1]))
+        if kind == "sm" and built[0] == capability[0] and built[1] <= capability[1]:
+            return True
+        if kind == "compute" and not _newer(built, capability):
+            return True
+    return False
+
+
+def gpu_architecture(gpu):
+    """What the table knows of a GPU's architecture: "9.0" or "hopper" (or a gpu_facts GPU) -> {"name": "hopper",
+    "compute_capabilities": [...], "driver_branches": {"first": "520", "last": None}, "open_kernel_modules":
+    "supported", "cuda": {"first": "11.8", "last": None}}. cuda is for the compute capability given, else the range
+    every compute capability of the architecture builds in."""
+    architecture, capability = _gpu(gpu)
+    if architecture is None:
+        raise CompatError("%s is not a GPU architecture or compute capability in the table: %s" % (
+            _shown(gpu), ", ".join(COMPAT["architectures"])))
+    row = COMPAT["architectures"][architecture]
+    firsts, lasts = [], []
+    for each in _capabilities(architecture, capability):
+        first, last = COMPAT["sm_cuda"][_dotted(each)]
+        firsts.append(first)
+        lasts.append(last)
+    known = [f for f in firsts if f]
+    ends = [last for last in lasts if last]
+    return {
+        "name": architecture,
+        "compute_capability": _dotted(capability) if capability else None,
+        "compute_capabilities": list(row["compute_capabilities"]),
+        "driver_branches": {"first": row["driver_branches"][0], "last": row["driver_branches"][1]},
+        "open_kernel_modules": row["open_kernel_modules"],
+        "cuda": {"first": max(known, key=_key) if known else None,
+                 "last": min(ends, key=_key) if ends else None},
+    }
+
+
+def _branch(value):
+    numbers = _numbers(value, "driver")
+    return numbers[0]
+
+
+def _driver_branch_problem(branch, architecture):
+    first, last = COMPAT["architectures"][architecture]["driver_branches"]
+    if last and branch > int(last):
+        return "driver branch %d does not support %s: its last branch is %s; nearest: %s" % (
+            branch, _named(architecture), last, last)
+    if first and branch < int(first):
+        return "driver branch %d does not support %s: it needs branch %s or newer; nearest: %s" % (
+            branch, _named(architecture), first, first)
+    return None
+
+
+def _kernel_modules_problem(modules, architecture):
+    support = COMPAT["architectures"][architecture]["open_kernel_modules"]
+    if modules == "open" and support == "unsupported":
+        return ("the open kernel modules do not support %s (Turing and newer only); nearest: proprietary"
+                % _named(architecture))
+    if modules == "proprietary" and support == "required":
+        return "%s runs with the open kernel modules only; nearest: open" % _named(architecture)
+    return None
+
+
+def _nearest_cuda(cuda, wanted_first, wanted_last):
+    """The toolkit release in the table nearest to cuda inside [first, last]."""
+    known = [r for r in _known("toolkit_driver")
+             if (not wanted_first or not _newer(_key(wanted_first), r))
+             and (not wanted_last or not _newer(r, _key(wanted_last)))]
+    if not known:
+        return None
+    return min(known, key=lambda r: abs((r[0] * 100 + r[1]) - (cuda[0] * 100 + cuda[1])))
+
+
+def _cuda_problem(cuda, architecture, capability):
+    release = _cuda(cuda)[:2]
+    for each in _capabilities(architecture, capability):
+        first, last = COMPAT["sm_cuda"][_dotted(each)]
+        shown = _named(architecture, each)
+        if (first and _newer(_key(first), release)) or (last and _newer(release, _key(last))):
+            nearest = _nearest_cuda(release, first, last)
+            if last and _newer(release, _key(last)):
+                reason = "the last CUDA that builds for it is %s" % last
+            else:
+                reason = "it needs CUDA %s or newer" % first
+            return "CUDA %s does not build for %s: %s; nearest: %s" % (
+                _dotted(release), shown, reason, _dotted(nearest) if nearest else "none in the table")
+    return None
+
+
+def _torch_release(torch):
+    wanted = _release(torch, "torch")
+    known = _known("torch_channels")
+    if wanted not in known:
+        raise CompatError("torch %s is not in the table (torch %s to %s); nearest: %s" % (
+            _text(torch), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
+    return wanted
+
+
+def torch_targets(torch, channel):
+    """The GPU code (sm_XY cubins, compute_XY PTX) in torch's wheels of a channel; [] for cpu."""
+    release = _torch_release(torch)
+    if channel not in COMPAT["torch_channels"][_dotted(release)]:
+        raise CompatError("torch %s has no %s channel: its channels are %s" % (
+            _text(torch), _shown(channel), ", ".join(COMPAT["torch_channels"][_dotted(release)])))
+    if channel == "cpu":
+        return []
+    rows = [row for row in COMPAT["torch_targets"][channel] if not _newer(_key(row[0]), release)]
+    if not rows:
+        raise CompatError("the table does not say which GPUs torch %s's %s wheels carry" % (_text(torch), channel))
+    return list(rows[-1][1])
+
+
+def _missing(targets, gpus):
+    """The GPUs of (architecture, capability) pairs that code built for targets does not run on, as names."""
+    return [_named(a, c) for a, c in gpus
+            if any(not _runs(targets, each) for each in _capabilities(a, c))]
+
+
+def _torch_problem(torch, channel, gpus):
+    targets = torch_targets(torch, channel)
+    if channel == "cpu":
+        return None
+    missing = _missing(targets, gpus)
+    if not missing:
+        return None
+    fitting = [c for c in COMPAT["torch_channels"][_dotted(_torch_release(torch))]
+               if c != "cpu" and not _missing(torch_targets(torch, c), gpus)]
+    return "torch %s's %s wheels carry no code for %s (they carry %s); nearest: %s" % (
+        _text(torch), channel, ", ".join(missing), ", ".join(targets),
+        min(fitting, key=lambda c: abs(_channel_cuda(c)[0] * 10 + _channel_cuda(c)[1]
+                                       - _channel_cuda(channel)[0] * 10 - _channel_cuda(channel)[1]))
+        if fitting else "no %s channel carries them; cpu" % _release_text(torch))
+
+
+def _release_text(torch):
+    return "torch %s" % _dotted(_release(torch, "torch"))
+
+
+def _tensorflow_problem(tf_version, gpus):
+    wanted = _release(tf_version, "tensorflow")
+    known = _known("tensorflow_targets")
+    if wanted not in known:
+        raise CompatError("tensorflow %s is not in the table (tensorflow %s to %s); nearest: %s" % (
+            _text(tf_version), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
+    targets = COMPAT["tensorflow_targets"][_dotted(wanted)]
+    missing = _missing(targets, gpus)
+    if not missing:
+        return None
+    fitting = [r for r in known if not _missing(COMPAT["tensorflow_targets"][_dotted(r)], gpus)]
+    return "tensorflow %s's GPU build carries no code for %s (it carries %s); nearest: %s" % (
+        _text(tf_version), ", ".join(missing), ", ".join(targets),
+        "tensorflow %s" % _dotted(_nearest(wanted, fitting)) if fitting else "the CPU build")
+
+
+def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=None, torch=None, torch_channel=None,
+                         tensorflow=None):
+    """What the node's GPUs cannot use among the choices given, one message each (empty: every GPU can use them).
+
+    gpus: the node's GPUs (gpu_facts GPUs or PCI devices with architecture and/or compute_capability, architecture
+    names, or compute capabilities); mixed nodes get the intersection. GPUs whose architecture is not in the table
+    are left out. Each message names both sides and the nearest valid choice.
+    """
+    pairs = _gpus(gpus)
+    architectures = []
+    for architecture, _ in pairs:
+        if architecture not in architectures:
+            architectures.append(architecture)
+    problems = []
+    if _text(driver_branch):
+        branch = _branch(driver_branch)
+        problems += [p for p in (_driver_branch_problem(branch, a) for a in architectures) if p]
+    if _text(kernel_modules):
+        if kernel_modules not in KERNEL_MODULES:
+            raise CompatError("kernel_modules must be one of %s, got %s" % (", ".join(KERNEL_MODULES),
+                                                                            _shown(kernel_modules)))
+        problems += [p for p in (_kernel_modules_problem(kernel_modules, a) for a in architectures) if p]
+    if _text(cuda):
+        problems += [p for p in (_cuda_problem(cuda, a, c) for a, c in pairs) if p]
+    if _text(torch) and _text(torch_channel):
+        problem = _torch_problem(torch, _text(torch_channel), pairs)
+        problems += [problem] if problem else []
+    if _text(tensorflow):
+        problem = _tensorflow_problem(tensorflow, pairs)
+        problems += [problem] if problem else []
+    return problems
+
+
+def torch_channels_for_gpus(torch, gpus):
+    """The CUDA channels of a torch release whose wheels carry code for every GPU given, oldest CUDA first."""
+    pairs = _gpus(gpus)
+    release = _torch_release(torch)
+    return [c for c in COMPAT["torch_channels"][_dotted(release)]
+            if c != "cpu" and not _missing(torch_targets(torch, c), pairs)]

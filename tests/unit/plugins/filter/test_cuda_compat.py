@@ -17,7 +17,8 @@ from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
 )
 from simnode import COLLECTIONS
 
-NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build", "horovod_limit"}
+NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build", "horovod_limit",
+         "gpu_architecture", "gpu_support_problems"}
 
 
 def test_filters_are_registered():
@@ -37,7 +38,7 @@ def test_filters_return_the_table_values():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: cuda_min_driver("12.7"), r"^cuda_min_driver: CUDA 12\.7 is not in the table .*; nearest: 12\.6$"),
-    (lambda: cuda_max_for_driver("510.47.03"), r"^cuda_max_for_driver: driver 510\.47\.03 is older than any CUDA"),
+    (lambda: cuda_max_for_driver("440.118.02"), r"^cuda_max_for_driver: driver 440\.118\.02 is older than any CUDA"),
     (lambda: torch_cuda_channel("12.8", "2.5.1", exact=True),
      r"^torch_cuda_channel: torch 2\.5\.1 has no wheel for CUDA 12\.8: its channels are cu118, cu121, cu124; "
      r"nearest: cu124 \(CUDA 12\.4\)$"),
@@ -86,6 +87,10 @@ TEMPLATES = [
     ("{{ torch_version is version(('0.28.1' | accelops.gpu.horovod_limit('torch')).below, '<') }}", False),
     ("{{ '0.29.0' | accelops.gpu.horovod_limit('tensorflow') }}", {}),
     ("{{ ansible_facts.nvidia.driver_version is version('12.8' | accelops.gpu.cuda_min_driver, '>=') }}", False),
+    ("{{ ['7.0', 'Hopper'] | accelops.gpu.gpu_support_problems(driver_branch='590') }}",
+     ["driver branch 590 does not support Volta: its last branch is 580; nearest: 580"]),
+    ("{{ ('7.0' | accelops.gpu.gpu_architecture).driver_branches.last }}", "580"),
+    ("{{ '13.0' | accelops.gpu.torch_cuda_channel(torch='2.13.0', compat='minor', gpus=['7.0']) }}", "cu126"),
 ]
 FAILING = {
     "{{ '12.4' | accelops.gpu.torch_cuda_channel('2.8.0') }}":

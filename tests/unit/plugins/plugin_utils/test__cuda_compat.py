@@ -16,6 +16,22 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat import (
 
 # Published pairs from NVIDIA's release notes, Table 3 "CUDA Toolkit and Corresponding Driver Versions" (Linux x86_64).
 @pytest.mark.parametrize("cuda, driver", [
+    ("11.0", "450.51.05"),  # 11.0.2, the GA release
+    ("11.0.1", "450.51.06"),  # its Update 1 (released as 11.0.3)
+    ("11.1", "455.23"),  # printed without the last part
+    ("11.1.1", "455.32"),
+    ("11.2", "460.27.03"),
+    ("11.2.2", "460.32.03"),
+    ("11.3.1", "465.19.01"),
+    ("11.4", "470.42.01"),
+    ("11.4.1", "470.57.02"),
+    ("11.4.3", "470.82.01"),
+    ("11.4.4", "470.82.01"),
+    ("11.5.2", "495.29.05"),
+    ("11.6", "510.39.01"),
+    ("11.6.1", "510.47.03"),
+    ("11.7", "515.43.04"),
+    ("11.7.1", "515.48.07"),
     ("11.8", "520.61.05"),
     ("12.0", "525.60.13"),
     ("12.0.1", "525.85.12"),
@@ -66,6 +82,13 @@ def test_cuda_min_driver_minor_compat(cuda, driver):
 
 
 @pytest.mark.parametrize("driver, cuda", [
+    ("450.80.02", "11.0"),
+    ("455.23.05", "11.1"),  # 455.23 as printed: 455.23.05 meets it
+    ("460.32.03", "11.2"),
+    ("470.82.01", "11.4"),  # the R470 long-term branch: Kepler-era fleets
+    ("470.256.02", "11.4"),
+    ("510.47.03", "11.6"),
+    ("515.105.01", "11.7"),
     ("520.61.05", "11.8"),
     ("525.60.13", "12.0"),
     ("525.147.05", "12.0"),
@@ -207,8 +230,8 @@ def test_horovod_releases_newer_than_the_table_have_no_known_limit():
     (lambda: horovod_limit("0.28.1", "mxnet"), r"^framework must be one of torch, tensorflow, got 'mxnet'$"),
     (lambda: horovod_limit("latest", "torch"), r"^horovod 'latest' is not a version: .* e\.g\. 0\.28\.1$"),
     # unknown CUDA: the nearest is the newest known release not newer than it, else the oldest
-    (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.8 to 13\.2\); nearest: 12\.6$"),
-    (lambda: cuda_min_driver("11.7"), r"^CUDA 11\.7 is not in the table .*; nearest: 11\.8$"),
+    (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.0 to 13\.2\); nearest: 12\.6$"),
+    (lambda: cuda_min_driver("10.2"), r"^CUDA 10\.2 is not in the table .*; nearest: 11\.0$"),
     (lambda: cuda_min_driver("14.0"), r"^CUDA 14\.0 is not in the table .*; nearest: 13\.2$"),
     (lambda: cuda_min_driver("12.4.3"), r"^CUDA 12\.4\.3 is not a release: CUDA 12\.4 has 12\.4\.0, 12\.4\.1; "
                                         r"nearest: 12\.4\.1$"),
@@ -223,9 +246,9 @@ def test_horovod_releases_newer_than_the_table_have_no_known_limit():
     (lambda: tensorflow_build("2.20.0rc0"), r"^tensorflow '2\.20\.0rc0' is not a version"),
     (lambda: torch_cuda_channel("12.4", torch="latest"), r"^torch 'latest' is not a version"),
     # driver older than any CUDA in the table
-    (lambda: cuda_max_for_driver("515.105.01"),
-     r"^driver 515\.105\.01 is older than any CUDA in the table: the oldest, CUDA 11\.8, needs >= 520\.61\.05; "
-     r"nearest: CUDA 11\.8 \(driver >= 520\.61\.05\)$"),
+    (lambda: cuda_max_for_driver("440.118.02"),
+     r"^driver 440\.118\.02 is older than any CUDA in the table: the oldest, CUDA 11\.0, needs >= 450\.51\.05; "
+     r"nearest: CUDA 11\.0 \(driver >= 450\.51\.05\)$"),
     (lambda: cuda_max_for_driver("99.1"), r"^driver 99\.1 is older than any CUDA"),
     # torch with no wheel for this CUDA
     (lambda: torch_cuda_channel("12.8", torch="2.5.1", exact=True),
@@ -281,9 +304,162 @@ def test_every_cuda_the_frameworks_name_is_in_the_driver_table():
 
 
 def test_the_table_covers_what_docs_promise():
-    assert min(COMPAT["toolkit_driver"], key=_cuda_compat._key) == "11.8"
+    assert min(COMPAT["toolkit_driver"], key=_cuda_compat._key) == "11.0"
     assert "13.0" in COMPAT["toolkit_driver"]
     assert [_cuda_compat._dotted(k) for k in _cuda_compat._known("torch_channels")] == [
         "2.%d" % n for n in range(1, 14)]
     assert [_cuda_compat._dotted(k) for k in _cuda_compat._known("tensorflow_build")] == [
         "2.%d" % n for n in range(14, 22)]
+
+
+# GPU architectures: each expectation is a published pair, its source named in COMPAT beside the row.
+@pytest.mark.parametrize("gpu, name, first, last, modules", [
+    ("3.7", "kepler", None, "470", "unsupported"),  # K80: R470 is Kepler's last branch
+    ("6.0", "pascal", None, "580", "unsupported"),  # P100: "580 series will be the last ... Pascal"
+    ("7.0", "volta", None, "580", "unsupported"),  # V100
+    ("7.5", "turing", None, None, "supported"),  # T4: the oldest GPU of the open modules
+    ("8.0", "ampere", "450", None, "supported"),  # A100: CUDA 11.0, R450
+    ("8.9", "ada", "520", None, "supported"),  # L40S: CUDA 11.8, R520
+    ("9.0", "hopper", "520", None, "supported"),  # H100
+    ("10.0", "blackwell", "570", None, "required"),  # B200: CUDA 12.8, open modules only
+    ("12.0", "blackwell", "570", None, "required"),  # RTX PRO 6000
+    ("hopper", "hopper", "520", None, "supported"),
+    ({"architecture": "volta", "compute_capability": "7.0"}, "volta", None, "580", "unsupported"),
+    ({"architecture": "blackwell", "compute_capability": None}, "blackwell", "570", None, "required"),  # PCI scan
+])
+def test_gpu_architecture(gpu, name, first, last, modules):
+    row = _cuda_compat.gpu_architecture(gpu)
+    assert (row["name"], row["driver_branches"], row["open_kernel_modules"]) == (
+        name, {"first": first, "last": last}, modules)
+
+
+@pytest.mark.parametrize("gpu, first, last", [
+    ("3.0", None, "10.2"),  # sm_30 removed in CUDA 11.0
+    ("3.7", None, "11.8"),  # sm_37 removed in CUDA 12.0
+    ("7.0", None, "12.9"),  # sm_70 removed in CUDA 13.0
+    ("7.5", None, None),
+    ("8.6", "11.1", None),
+    ("8.9", "11.8", None),
+    ("10.0", "12.8", None),
+    ("10.3", "12.9", None),
+    ("12.1", "12.9", None),
+    ("volta", None, "12.9"),
+    ("ampere", "11.4", None),  # every compute capability of the architecture: sm_87 from 11.4
+])
+def test_gpu_architecture_cuda_range(gpu, first, last):
+    assert _cuda_compat.gpu_architecture(gpu)["cuda"] == {"first": first, "last": last}
+
+
+V100 = {"architecture": "volta", "compute_capability": "7.0", "index": 0}
+H100 = {"architecture": "hopper", "compute_capability": "9.0", "index": 1}
+RTX_PRO = {"architecture": "blackwell", "compute_capability": "12.0"}
+K80 = {"architecture": "kepler", "compute_capability": "3.7"}
+
+
+@pytest.mark.parametrize("gpus, choices, problems", [
+    # The issue's cases: branch 590 on V100 refused, 580 accepted.
+    ([V100] * 8, {"driver_branch": "590"}, ["driver branch 590 does not support Volta: its last branch is 580; "
+                                            "nearest: 580"]),
+    ([V100] * 8, {"driver_branch": "580"}, []),
+    ([V100], {"driver_branch": "580.95.05"}, []),
+    ([K80], {"driver_branch": "535"}, ["driver branch 535 does not support Kepler: its last branch is 470; "
+                                       "nearest: 470"]),
+    ([RTX_PRO], {"driver_branch": "550"}, ["driver branch 550 does not support Blackwell: it needs branch 570 or "
+                                           "newer; nearest: 570"]),
+    ([V100], {"kernel_modules": "open"}, ["the open kernel modules do not support Volta (Turing and newer only); "
+                                          "nearest: proprietary"]),
+    ([RTX_PRO], {"kernel_modules": "proprietary"}, ["Blackwell runs with the open kernel modules only; nearest: open"]),
+    ([H100], {"kernel_modules": "proprietary"}, []),
+    # CUDA 13 no longer builds for Volta; Blackwell needs 12.8.
+    ([V100], {"cuda": "13.0"}, ["CUDA 13.0 does not build for Volta (compute capability 7.0): the last CUDA that "
+                                "builds for it is 12.9; nearest: 12.9"]),
+    ([RTX_PRO], {"cuda": "12.4"}, ["CUDA 12.4 does not build for Blackwell (compute capability 12.0): it needs CUDA "
+                                   "12.8 or newer; nearest: 12.8"]),
+    ([K80], {"cuda": "12.4"}, ["CUDA 12.4 does not build for Kepler (compute capability 3.7): the last CUDA that "
+                               "builds for it is 11.8; nearest: 11.8"]),
+    ([K80], {"cuda": "11.4"}, []),  # the R470 fleet's CUDA
+    # A V100 on driver 580 would get cu130 from torch 2.13, which carries no Volta code.
+    ([V100], {"torch": "2.13.0", "torch_channel": "cu130"},
+     ["torch 2.13.0's cu130 wheels carry no code for Volta (compute capability 7.0) (they carry sm_75, sm_80, sm_86, "
+      "sm_90, sm_100, sm_120, compute_120); nearest: cu126"]),
+    # A driver-570 Blackwell node would get cu126, which carries no Blackwell code.
+    ([RTX_PRO], {"torch": "2.13.0", "torch_channel": "cu126"},
+     ["torch 2.13.0's cu126 wheels carry no code for Blackwell (compute capability 12.0) (they carry sm_50, sm_60, "
+      "sm_70, sm_75, sm_80, sm_86, sm_90); nearest: cu130"]),
+    ([RTX_PRO], {"torch": "2.13.0", "torch_channel": "cpu"}, []),
+    ([K80], {"tensorflow": "2.21.0"}, ["tensorflow 2.21.0's GPU build carries no code for Kepler (compute capability "
+                                       "3.7) (it carries sm_60, sm_70, sm_80, sm_89, compute_90); nearest: the CPU "
+                                       "build"]),
+    ([RTX_PRO, H100], {"tensorflow": "2.21.0"}, []),  # compute_90 PTX runs on Blackwell through the driver's JIT
+    # Mixed nodes: the intersection; each architecture named once.
+    ([V100, H100, V100], {"driver_branch": "590", "cuda": "12.8"}, [
+        "driver branch 590 does not support Volta: its last branch is 580; nearest: 580"]),
+    ([V100, RTX_PRO], {"driver_branch": "570"}, []),
+    ([V100, RTX_PRO], {"driver_branch": "590", "kernel_modules": "open"}, [
+        "driver branch 590 does not support Volta: its last branch is 580; nearest: 580",
+        "the open kernel modules do not support Volta (Turing and newer only); nearest: proprietary"]),
+    # GPUs the table does not know are left out; so is a node without GPUs.
+    ([{"architecture": "rubin", "compute_capability": "13.0"}], {"driver_branch": "470"}, []),
+    ([{"architecture": None, "compute_capability": None}], {"driver_branch": "470"}, []),
+    ([], {"driver_branch": "590", "cuda": "13.0"}, []),
+])
+def test_gpu_support_problems(gpus, choices, problems):
+    assert _cuda_compat.gpu_support_problems(gpus, **choices) == problems
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: _cuda_compat.gpu_support_problems(["9.0"], kernel_modules="nouveau"),
+     r"^kernel_modules must be one of open, proprietary, got 'nouveau'$"),
+    (lambda: _cuda_compat.gpu_support_problems(["nine"], driver_branch="580"), None),
+    (lambda: _cuda_compat.gpu_support_problems([{"compute_capability": "9"}], driver_branch="580"),
+     r"^compute capability '9' is not one: expected major\.minor, e\.g\. 9\.0$"),
+    (lambda: _cuda_compat.gpu_support_problems([{"architecture": "volta", "compute_capability": "9.0"}]),
+     r"^compute capability 9\.0 is not one of volta's \(7\.0, 7\.2\)$"),
+    (lambda: _cuda_compat.gpu_support_problems(["9.0"], driver_branch="latest"), r"^driver 'latest' is not a version"),
+    (lambda: _cuda_compat.gpu_support_problems(["9.0"], torch="2.13.0", torch_channel="cu999"),
+     r"^torch 2\.13\.0 has no 'cu999' channel: its channels are cu126, cu130, cu132, cpu$"),
+    (lambda: _cuda_compat.gpu_support_problems(["9.0"], tensorflow="2.13.0"),
+     r"^tensorflow 2\.13\.0 is not in the table \(tensorflow 2\.14 to 2\.21\); nearest: 2\.14$"),
+    (lambda: _cuda_compat.gpu_architecture("rubin"), r"^'rubin' is not a GPU architecture or compute capability in "),
+])
+def test_gpu_support_errors(call, message):
+    if message is None:  # an unknown name is a GPU the table does not know: left out, not an error
+        assert call() == []
+        return
+    with pytest.raises(CompatError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("cuda, torch, gpus, channel", [
+    ("13.0", "2.13.0", [V100], "cu126"),  # driver 580 on a V100: cu126, not cu130
+    ("13.0", "2.13.0", [H100], "cu130"),
+    ("13.0", "2.13.0", [H100, V100], "cu126"),  # the intersection
+    ("13.2", "2.13.0", [RTX_PRO], "cu132"),
+    ("12.8", "2.8.0", [V100], "cu128"),  # 2.8's cu128 kept sm_70
+    ("12.8", "2.11.0", [V100], "cu126"),  # 2.11 dropped it again
+    ("12.6", "2.7.1", [{"architecture": "pascal", "compute_capability": "6.1"}], "cu126"),
+])
+def test_torch_cuda_channel_for_the_gpus(cuda, torch, gpus, channel):
+    assert torch_cuda_channel(cuda, torch=torch, compat="minor", gpus=gpus) == channel
+
+
+def test_torch_cuda_channel_refuses_gpus_no_wheel_carries():
+    with pytest.raises(CompatError, match=r"^torch 2\.13\.0 has no wheel for CUDA 12\.8 that runs on Blackwell "
+                                          r"\(compute capability 12\.0\): its channels for them are cu130, cu132; "
+                                          r"nearest: cu130 \(CUDA 13\.0\)$"):
+        torch_cuda_channel("12.8", torch="2.13.0", compat="minor", gpus=[RTX_PRO])
+    with pytest.raises(CompatError, match=r"^torch 2\.13\.0 has no CUDA wheel that runs on Kepler \(compute "
+                                          r"capability 3\.7\): none of its channels cu126, cu130, cu132 carries"):
+        torch_cuda_channel("13.0", torch="2.13.0", compat="minor", gpus=[K80])
+
+
+def test_every_architecture_row_is_complete():
+    capabilities = [c for row in COMPAT["architectures"].values() for c in row["compute_capabilities"]]
+    assert sorted(capabilities, key=_cuda_compat._key) == sorted(COMPAT["sm_cuda"], key=_cuda_compat._key)
+    assert len(set(capabilities)) == len(capabilities)
+    for channel, rows in COMPAT["torch_targets"].items():
+        assert [row[0] for row in rows] == sorted((row[0] for row in rows), key=_cuda_compat._key), channel
+    for channels in COMPAT["torch_channels"].values():  # every CUDA channel of every torch release has targets
+        for channel in channels:
+            assert channel == "cpu" or channel in COMPAT["torch_targets"], channel
+    assert set(COMPAT["tensorflow_targets"]) == set(COMPAT["tensorflow_build"])
