@@ -348,9 +348,10 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
                 raise CompatError("torch %s has no CUDA wheel that runs on %s: none of its channels %s carries code "
                                   "for them; nearest: cpu, or an older torch" % (_text(torch), named,
                                                                                 ", ".join(channels)))
-            channels = fit
-            missing = "torch %s has no wheel for CUDA %s that runs on %s: its channels for them are" % (
-                _text(torch), _text(cuda), named)
+            if fit != channels:
+                channels = fit
+                missing = "torch %s has no wheel for CUDA %s that runs on %s: its channels for them are" % (
+                    _text(torch), _text(cuda), named)
     fitting = [c for c in channels if not _newer(_channel_cuda(c), release)]
     if exact and _channel(release) in channels:
         return _channel(release)

@@ -30,9 +30,15 @@ def preflight_task(role, name, tasks_file="preflight.yml"):
     raise AssertionError("no task %r in %s's %s" % (name, role, tasks_file))
 
 
-def nvidia(gpus=8, driver="570.124.06", cuda="12.8", loaded=True):
+def nvidia(gpus=8, driver="570.124.06", cuda="12.8", loaded=True, arch=("hopper", "9.0")):
+    """gpu_facts of a node with gpus GPUs of one architecture (name, compute capability)."""
     return {"nvidia": {"pynvml_available": True, "driver_loaded": loaded, "gpu_count": gpus, "driver_version": driver,
-                       "cuda_driver_version": cuda, "reason": None}}
+                       "cuda_driver_version": cuda, "reason": None,
+                       "gpus": [{"index": i, "architecture": arch[0], "compute_capability": arch[1]}
+                                for i in range(gpus)]}}
+
+
+VOLTA, BLACKWELL, KEPLER = ("volta", "7.0"), ("blackwell", "12.0"), ("kepler", "3.7")
 
 
 NO_GPU = {"nvidia": {"pynvml_available": False, "driver_loaded": False, "gpu_count": 0, "driver_version": None,
@@ -149,6 +155,64 @@ def test_refusal_names_both_versions_and_the_nearest(key, expected):
     assert "Task failed" not in message and "filter plugin" not in message
 
 
+# The GPUs a node has: auto picks a channel whose wheels carry code for every one, and refuses where none does.
+@pytest.mark.parametrize("key, channel", [
+    # A V100 node on driver 580 runs CUDA 13.0, but torch 2.13's cu130 wheels start at Turing.
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0", arch=VOLTA), TORCH), "cu126"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), TORCH), "cu130"),
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0", arch=BLACKWELL), TORCH), "cu130"),
+    (BATCH.case("pytorch", nvidia(driver="570.124.06", cuda="12.8", arch=VOLTA), TORCH, pytorch_version="2.8.0"),
+     "cu128"),  # 2.8 kept sm_70 in its CUDA 12.8 wheels
+], ids=["v100-driver580", "h100-driver580", "blackwell-driver580", "v100-torch2.8"])
+def test_channel_carries_code_for_the_gpus(key, channel):
+    assert BATCH[key]["channel"] == channel
+
+
+GPU_REFUSED = [("channel", "{{ __pytorch_channel }}"), ("message", REFUSAL["ansible.builtin.fail"]["msg"])]
+GPU_CHECK_TASK = preflight_task("pytorch", "Refuse a channel whose wheels carry no code for the GPUs")
+
+
+@pytest.mark.parametrize("key, parts", [
+    # A driver-570 Blackwell node: torch 2.13's only channel it runs is cu126, which carries no Blackwell code.
+    (BATCH.case("pytorch", nvidia(driver="570.124.06", cuda="12.8", arch=BLACKWELL), GPU_REFUSED, REFUSAL["vars"]),
+     ["The NVIDIA driver 570.124.06 runs CUDA up to 12.8", "torch 2.13.0 has no wheel for CUDA 12.8 that runs on "
+      "Blackwell (compute capability 12.0): its channels for them are cu130, cu132; nearest: cu130 (CUDA 13.0)",
+      "upgrade the driver", "Nothing was installed"]),
+    (BATCH.case("pytorch", nvidia(driver="470.82.01", cuda="11.4", arch=KEPLER), GPU_REFUSED, REFUSAL["vars"]),
+     ["torch 2.13.0 has no CUDA wheel that runs on Kepler (compute capability 3.7)", "Nothing was installed"]),
+], ids=["blackwell-driver570", "kepler"])
+def test_auto_refuses_where_no_channel_carries_the_gpus(key, parts):
+    result = BATCH[key]
+    assert "error" in result["channel"]
+    assert_one_line_with(result["message"], parts)
+
+
+@pytest.mark.parametrize("key, parts", [
+    (BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0", arch=VOLTA),
+                [("message", GPU_CHECK_TASK["ansible.builtin.assert"]["fail_msg"])],
+                {"__pytorch_channel_resolved": "{{ __pytorch_channel }}", **GPU_CHECK_TASK["vars"]},
+                pytorch_channel="cu130"),
+     ["pytorch_channel cu130: torch 2.13.0's cu130 wheels carry no code for Volta (compute capability 7.0)",
+      "nearest: cu126", "Nothing was installed"]),
+], ids=["v100-cu130"])
+def test_a_set_channel_without_code_for_the_gpus_is_refused(key, parts):
+    assert_one_line_with(BATCH[key]["message"], parts)
+
+
+GPU_CHECKED = [("problems", "{{ %s }}" % GPU_CHECK_TASK["vars"]["__pytorch_gpu_problems"].strip().strip("{}").strip())]
+
+
+@pytest.mark.parametrize("key", [
+    BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0", arch=VOLTA), GPU_CHECKED,
+               {"__pytorch_channel_resolved": "cu126"}),
+    BATCH.case("pytorch", nvidia(driver="580.65.06", cuda="13.0"), GPU_CHECKED,
+               {"__pytorch_channel_resolved": "cu130"}),
+    BATCH.case("pytorch", nvidia(gpus=0), GPU_CHECKED, {"__pytorch_channel_resolved": "cu130"}),
+], ids=["v100-cu126", "h100-cu130", "no-gpu"])
+def test_a_channel_with_code_for_the_gpus_passes(key):
+    assert BATCH[key]["problems"] == []
+
+
 DRIVER_CHECK = preflight_task("pytorch", "Refuse a CUDA channel the driver cannot run")["ansible.builtin.assert"]
 
 
@@ -239,6 +303,31 @@ def test_tensorflow_refuses_an_unknown_release():
     assert "error" in result["build"]
     assert result["message"] == ("tensorflow 2.13.1 is not in the table (tensorflow 2.14 to 2.21); nearest: 2.14. "
                                  "Nothing was installed.")
+
+
+TF_GPU_TASK = preflight_task("tensorflow", "Refuse a GPU build that carries no code for the GPUs")
+
+
+@pytest.mark.parametrize("key, problems", [
+    (BATCH.case("tensorflow", nvidia(driver="470.82.01", cuda="11.4", arch=KEPLER),
+                [("message", TF_GPU_TASK["ansible.builtin.assert"]["fail_msg"])], TF_GPU_TASK["vars"],
+                tensorflow_version="2.14.1"),
+     ["tensorflow 2.14.1's GPU build carries no code for Kepler (compute capability 3.7)",
+      "Set tensorflow_variant: cpu, or a tensorflow_version whose GPU build carries code for these GPUs",
+      "Nothing was installed"]),
+], ids=["kepler"])
+def test_tensorflow_refuses_a_build_without_code_for_the_gpus(key, problems):
+    assert_one_line_with(BATCH[key]["message"], problems)
+
+
+@pytest.mark.parametrize("key", [
+    BATCH.case("tensorflow", nvidia(arch=BLACKWELL), [("problems", "{{ __tensorflow_gpu_problems }}")],
+               TF_GPU_TASK["vars"]),  # compute_90 PTX runs on Blackwell
+    BATCH.case("tensorflow", nvidia(arch=VOLTA), [("problems", "{{ __tensorflow_gpu_problems }}")],
+               TF_GPU_TASK["vars"]),
+], ids=["blackwell", "volta"])
+def test_tensorflow_build_with_code_for_the_gpus_passes(key):
+    assert BATCH[key]["problems"] == []
 
 
 def test_tensorflow_releases_follow_the_table():

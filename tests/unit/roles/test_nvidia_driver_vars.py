@@ -6,8 +6,10 @@ paths cannot run in the test containers."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from rolevars import Batch
 
 from simnode import ROOT, load_sim_script
 
@@ -155,3 +157,50 @@ def test_signed_modules_are_offered_on_ubuntu_only(host):
     variables = DataLoader().load_from_file(str(vars_file(host)), trusted_as_template=True)
     assert variables["__nvidia_driver_signed_offered"] is False
     assert DataLoader().load_from_file(str(vars_file(UBUNTU24)))["__nvidia_driver_signed_offered"] is True
+
+
+def preflight_check(name):
+    for task in yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text()):
+        if task.get("name") == name:
+            return task
+    raise AssertionError("no task %r in nvidia_driver's preflight.yml" % name)
+
+
+GPU_CHECK = preflight_check("Check the driver branch and the kernel modules against the GPUs")
+GPU_BATCH = Batch()
+
+
+def pci(*architectures):
+    """gpu_facts' answer before any driver: the GPUs (and an NVSwitch) on the PCI bus, by architecture."""
+    devices = [{"kind": "gpu", "architecture": arch, "device_id": "0x0000"} for arch in architectures]
+    return {"ansible_facts": {"nvidia": {"pci_devices": [*devices, {"kind": "nvswitch", "architecture": None}]}}}
+
+
+def gpu_case(architectures, branch, modules):
+    return GPU_BATCH.add([], {"nvidia_driver_branch": branch, "__nvidia_driver_modules": modules,
+                              "__nvidia_driver_gpus": pci(*architectures)},
+                         [("ok", "{{ %s }}" % GPU_CHECK["ansible.builtin.assert"]["that"]),
+                          ("message", GPU_CHECK["ansible.builtin.assert"]["fail_msg"])], GPU_CHECK["vars"])
+
+
+@pytest.mark.parametrize("key, ok, parts", [
+    # The issue's V100 node: branch 590 refused, 580 accepted.
+    (gpu_case(["volta"] * 8, 590, "proprietary"), False,
+     ["The GPUs on the PCI bus cannot run this driver: driver branch 590 does not support Volta: its last branch is "
+      "580; nearest: 580 (nvidia_driver_branch 590, kernel modules proprietary); nothing was changed."]),
+    (gpu_case(["volta"] * 8, 580, "proprietary"), True, []),
+    (gpu_case(["volta"], 580, "open"), False, ["the open kernel modules do not support Volta (Turing and newer "
+                                               "only); nearest: proprietary"]),
+    (gpu_case(["blackwell"] * 8, 550, "open"), False, ["driver branch 550 does not support Blackwell: it needs "
+                                                       "branch 570 or newer; nearest: 570"]),
+    (gpu_case(["blackwell"], 580, "proprietary"), False, ["Blackwell runs with the open kernel modules only"]),
+    (gpu_case(["kepler"], 535, "proprietary"), False, ["its last branch is 470; nearest: 470"]),
+    (gpu_case(["hopper"] * 8, 590, "open"), True, []),
+    (gpu_case([], 590, "open"), True, []),  # no NVIDIA GPU on the bus: nothing to refuse here
+], ids=["v100-590", "v100-580", "v100-open", "blackwell-550", "blackwell-proprietary", "kepler-535", "h100-590",
+        "no-gpu"])
+def test_branch_and_modules_against_the_gpus(key, ok, parts):
+    result = GPU_BATCH[key]
+    assert result["ok"] is ok
+    for part in parts:
+        assert part in result["message"], result["message"]
