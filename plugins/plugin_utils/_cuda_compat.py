@@ -455,10 +455,21 @@ def _named(architecture, capability=None):
 
 
 def _capabilities(architecture, capability):
-    """The compute capabilities to answer for: the GPU's, or every one of its architecture when only that is known."""
+    """The compute capabilities a GPU may have: its own, or every one of its architecture when only that is known
+    (the PCI scan, before any driver). A GPU of unknown compute capability can use what one of them can: the table
+    refuses only what no chip of the architecture can use."""
     if capability:
         return [capability]
     return [_key(c) for c in COMPAT["architectures"][architecture]["compute_capabilities"]]
+
+
+def _cuda_range(architecture, capability):
+    """The CUDA releases that build for a GPU, as (first, last) keys, None where open: for an architecture alone, the
+    widest range over its compute capabilities."""
+    rows = [COMPAT["sm_cuda"][_dotted(each)] for each in _capabilities(architecture, capability)]
+    firsts = [_key(first) if first else None for first, _last in rows]
+    lasts = [_key(last) if last else None for _first, last in rows]
+    return (None if None in firsts else min(firsts)), (None if None in lasts else max(lasts))
 
 
 def _runs(targets, capability):
@@ -477,28 +488,21 @@ def _runs(targets, capability):
 def gpu_architecture(gpu):
     """What the table knows of a GPU's architecture: "9.0" or "hopper" (or a gpu_facts GPU) -> {"name": "hopper",
     "compute_capabilities": [...], "driver_branches": {"first": "520", "last": None}, "open_kernel_modules":
-    "supported", "cuda": {"first": "11.8", "last": None}}. cuda is for the compute capability given, else the range
-    every compute capability of the architecture builds in."""
+    "supported", "cuda": {"first": "11.8", "last": None}}. cuda is for the compute capability given, else the widest
+    range over the architecture's compute capabilities."""
     architecture, capability = _gpu(gpu)
     if architecture is None:
         raise CompatError("%s is not a GPU architecture or compute capability in the table: %s" % (
             _shown(gpu), ", ".join(COMPAT["architectures"])))
     row = COMPAT["architectures"][architecture]
-    firsts, lasts = [], []
-    for each in _capabilities(architecture, capability):
-        first, last = COMPAT["sm_cuda"][_dotted(each)]
-        firsts.append(first)
-        lasts.append(last)
-    known = [f for f in firsts if f]
-    ends = [last for last in lasts if last]
+    first, last = _cuda_range(architecture, capability)
     return {
         "name": architecture,
         "compute_capability": _dotted(capability) if capability else None,
         "compute_capabilities": list(row["compute_capabilities"]),
         "driver_branches": {"first": row["driver_branches"][0], "last": row["driver_branches"][1]},
         "open_kernel_modules": row["open_kernel_modules"],
-        "cuda": {"first": max(known, key=_key) if known else None,
-                 "last": min(ends, key=_key) if ends else None},
+        "cuda": {"first": _dotted(first) if first else None, "last": _dotted(last) if last else None},
     }
 
 
@@ -540,18 +544,17 @@ def _nearest_cuda(cuda, wanted_first, wanted_last):
 
 def _cuda_problem(cuda, architecture, capability):
     release = _cuda(cuda)[:2]
-    for each in _capabilities(architecture, capability):
-        first, last = COMPAT["sm_cuda"][_dotted(each)]
-        shown = _named(architecture, each)
-        if (first and _newer(_key(first), release)) or (last and _newer(release, _key(last))):
-            nearest = _nearest_cuda(release, first, last)
-            if last and _newer(release, _key(last)):
-                reason = "the last CUDA that builds for it is %s" % last
-            else:
-                reason = "it needs CUDA %s or newer" % first
-            return "CUDA %s does not build for %s: %s; nearest: %s" % (
-                _dotted(release), shown, reason, _dotted(nearest) if nearest else "none in the table")
-    return None
+    first, last = _cuda_range(architecture, capability)
+    if first and _newer(first, release):
+        reason = "it needs CUDA %s or newer" % _dotted(first)
+    elif last and _newer(release, last):
+        reason = "the last CUDA that builds for it is %s" % _dotted(last)
+    else:
+        return None
+    nearest = _nearest_cuda(release, first and _dotted(first), last and _dotted(last))
+    return "CUDA %s does not build for %s: %s; nearest: %s" % (
+        _dotted(release), _named(architecture, capability), reason,
+        _dotted(nearest) if nearest else "none in the table")
 
 
 def _torch_release(torch):
@@ -580,7 +583,7 @@ def torch_targets(torch, channel):
 def _missing(targets, gpus):
     """The GPUs of (architecture, capability) pairs that code built for targets does not run on, as names."""
     return [_named(a, c) for a, c in gpus
-            if any(not _runs(targets, each) for each in _capabilities(a, c))]
+            if not any(_runs(targets, each) for each in _capabilities(a, c))]
 
 
 def _torch_problem(torch, channel, gpus):
@@ -624,8 +627,9 @@ def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=
     """What the node's GPUs cannot use among the choices given, one message each (empty: every GPU can use them).
 
     gpus: the node's GPUs (gpu_facts GPUs or PCI devices with architecture and/or compute_capability, architecture
-    names, or compute capabilities); mixed nodes get the intersection. GPUs whose architecture is not in the table
-    are left out. Each message names both sides and the nearest valid choice.
+    names, or compute capabilities); mixed nodes get the intersection. A GPU known by its architecture alone is
+    refused only what no chip of that architecture can use. GPUs whose architecture is not in the table are left out.
+    cuda may be a list of releases. Each message names both sides and the nearest valid choice.
     """
     pairs = _gpus(gpus)
     architectures = []
@@ -641,8 +645,9 @@ def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=
             raise CompatError("kernel_modules must be one of %s, got %s" % (", ".join(KERNEL_MODULES),
                                                                             _shown(kernel_modules)))
         problems += [p for p in (_kernel_modules_problem(kernel_modules, a) for a in architectures) if p]
-    if _text(cuda):
-        problems += [p for p in (_cuda_problem(cuda, a, c) for a, c in pairs) if p]
+    for release in cuda if isinstance(cuda, (list, tuple)) else [cuda]:
+        if _text(release):
+            problems += [p for p in (_cuda_problem(release, a, c) for a, c in pairs) if p]
     if _text(torch) and _text(torch_channel):
         problem = _torch_problem(torch, _text(torch_channel), pairs)
         problems += [problem] if problem else []

@@ -7,6 +7,7 @@ mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL path
 from __future__ import annotations
 
 import pytest
+import yaml
 from rolevars import Batch
 
 from simnode import ROOT, load_sim_script
@@ -243,3 +244,43 @@ def test_every_name_exists_in_nvidia_layout(key):
              result["__cuda_toolkit_cudnn_library"]]
     assert [name for name in names if name not in available] == []
     assert any(version.endswith(result["__cuda_toolkit_nccl_suffix"]) for version in available["libnccl2"])
+
+
+def toolkit_gpu_check():
+    tasks = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())
+    return next(task for task in tasks if task.get("name") == "Refuse a toolkit that does not build for the GPUs")
+
+
+GPU_CHECK = toolkit_gpu_check()
+GPU_BATCH = Batch()
+
+
+def gpus_case(nvidia, versions):
+    return GPU_BATCH.add([ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml"],
+                         {"ansible_facts": {"nvidia": nvidia}, "cuda_toolkit_versions": versions},
+                         [("ok", "{{ %s }}" % GPU_CHECK["ansible.builtin.assert"]["that"]),
+                          ("message", GPU_CHECK["ansible.builtin.assert"]["fail_msg"])], GPU_CHECK["vars"])
+
+
+V100S = {"gpus": [{"architecture": "volta", "compute_capability": "7.0"}] * 8, "pci_devices": []}
+BLACKWELL_PCI = {"gpus": [], "pci_devices": [{"kind": "gpu", "architecture": "blackwell"},
+                                             {"kind": "nvswitch", "architecture": None}]}
+
+
+@pytest.mark.parametrize("key, ok, parts", [
+    # CUDA 13 no longer builds for Volta: NVML's GPUs, with their compute capability.
+    (gpus_case(V100S, ["12.8", "13.0"]), False,
+     ["CUDA 13.0 does not build for Volta (compute capability 7.0): the last CUDA that builds for it is 12.9; "
+      "nearest: 12.9 (cuda_toolkit_versions). Nothing was installed."]),
+    (gpus_case(V100S, ["12.4", "12.8"]), True, []),
+    # Before any driver: the GPUs on the PCI bus, by architecture.
+    (gpus_case(BLACKWELL_PCI, ["12.4"]), False, ["CUDA 12.4 does not build for Blackwell: it needs CUDA "
+                                                 "12.8 or newer; nearest: 12.8"]),
+    (gpus_case(BLACKWELL_PCI, ["12.8"]), True, []),  # B200 and RTX PRO build with 12.8; B300 needs 12.9
+    (gpus_case({"gpus": [], "pci_devices": []}, ["13.0"]), True, []),  # an image build: no GPU
+], ids=["v100-cuda13", "v100-cuda12", "blackwell-pci-cuda12.4", "blackwell-pci-cuda12.8", "no-gpu"])
+def test_toolkit_against_the_gpus(key, ok, parts):
+    result = GPU_BATCH[key]
+    assert result["ok"] is ok, result
+    for part in parts:
+        assert part in result["message"], result["message"]

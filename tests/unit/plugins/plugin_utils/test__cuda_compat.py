@@ -344,7 +344,8 @@ def test_gpu_architecture(gpu, name, first, last, modules):
     ("10.3", "12.9", None),
     ("12.1", "12.9", None),
     ("volta", None, "12.9"),
-    ("ampere", "11.4", None),  # every compute capability of the architecture: sm_87 from 11.4
+    ("ampere", "11.0", None),  # an architecture alone: the widest range, sm_80 from 11.0
+    ("blackwell", "12.8", None),
 ])
 def test_gpu_architecture_cuda_range(gpu, first, last):
     assert _cuda_compat.gpu_architecture(gpu)["cuda"] == {"first": first, "last": last}
@@ -463,3 +464,24 @@ def test_every_architecture_row_is_complete():
         for channel in channels:
             assert channel == "cpu" or channel in COMPAT["torch_targets"], channel
     assert set(COMPAT["tensorflow_targets"]) == set(COMPAT["tensorflow_build"])
+
+
+def test_a_list_of_cuda_releases_is_checked_one_by_one():
+    assert _cuda_compat.gpu_support_problems([V100], cuda=["12.8", "13.0", "13.2"]) == [
+        "CUDA 13.0 does not build for Volta (compute capability 7.0): the last CUDA that builds for it is 12.9; "
+        "nearest: 12.9",
+        "CUDA 13.2 does not build for Volta (compute capability 7.0): the last CUDA that builds for it is 12.9; "
+        "nearest: 12.9"]
+
+
+@pytest.mark.parametrize("choices, problems", [
+    # A B300 (10.3) needs CUDA 12.9, a B200 (10.0) 12.8: known only by its architecture, 12.8 is not refused.
+    ({"cuda": "12.8"}, []),
+    ({"cuda": "12.6"}, ["CUDA 12.6 does not build for Blackwell: it needs CUDA 12.8 or newer; nearest: 12.8"]),
+    ({"torch": "2.13.0", "torch_channel": "cu130"}, []),
+    ({"torch": "2.13.0", "torch_channel": "cu126"}, [
+        "torch 2.13.0's cu126 wheels carry no code for Blackwell (they carry sm_50, sm_60, sm_70, sm_75, sm_80, sm_86, "
+        "sm_90); nearest: cu130"]),
+])
+def test_an_architecture_alone_is_refused_only_what_none_of_its_chips_can_use(choices, problems):
+    assert _cuda_compat.gpu_support_problems([{"architecture": "blackwell"}], **choices) == problems
