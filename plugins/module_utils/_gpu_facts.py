@@ -180,8 +180,15 @@ class GpuFactsCollector:
             "reason": None, "driver_version": None,
             "cuda_driver_version": None, "nvml_version": None, "gpu_count": 0, "gpus": [], "topology": None,
             "errors": [],
-            "pci_devices": _pci.scan(self.sysfs_root) if "pci" in self.subsets else None, "health": None,
+            "pci_devices": None, "health": None,
         }
+        if "pci" in self.subsets:
+            # An unreadable bus is not an empty one: pci_devices stays null and errors say why.
+            try:
+                facts["pci_devices"] = _pci.scan(self.sysfs_root, strict=True)
+            except OSError as exc:
+                facts["errors"].append("PCI devices of %s cannot be listed: %s" % (
+                    self.sysfs_root, exc.strerror or exc))
         available, loaded, reason = self.nvml.open()
         facts.update(nvml_available=available, driver_loaded=loaded, reason=reason)
         if loaded:
@@ -210,7 +217,7 @@ class GpuFactsCollector:
         except GpuLost:
             count = None
             self.nvml.errors.append("nvmlDeviceGetCount: GPU is lost (NVML error 15)")
-        facts["errors"] = list(self.nvml.errors)
+        facts["errors"].extend(self.nvml.errors)
         if count is None:  # never zero GPUs: the count is unknown
             facts["gpu_count"] = None
             why = facts["errors"][-1] if facts["errors"] else "nvmlDeviceGetCount gave no answer"

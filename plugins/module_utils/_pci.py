@@ -90,12 +90,16 @@ def numa_node(text):
     return value if value is not None and value >= 0 else None
 
 
-def scan(sysfs_root="/sys"):
-    """Every NVIDIA PCI function under ``<sysfs_root>/bus/pci/devices``, sorted by address."""
+def scan(sysfs_root="/sys", strict=False):
+    """Every NVIDIA PCI function under ``<sysfs_root>/bus/pci/devices``, sorted by address. A tree without that
+    directory has no devices, unless strict: then the OSError of listing it is raised (nobody can tell what is on the
+    bus)."""
     base = os.path.join(sysfs_root, "bus", "pci", "devices")
     try:
         addresses = sorted(os.listdir(base))
     except OSError:
+        if strict:
+            raise
         return []
     devices = []
     for address in addresses:

@@ -81,6 +81,16 @@ def test_scan_of_a_missing_tree_is_empty(tmp_path):
     assert _pci.scan(str(tmp_path / "nothing")) == []
 
 
+def test_a_strict_scan_of_an_unreadable_bus_raises(tmp_path):
+    (tmp_path / "bus" / "pci").mkdir(parents=True)
+    (tmp_path / "bus" / "pci" / "devices").write_text("not a directory")
+    with pytest.raises(OSError):
+        _pci.scan(str(tmp_path), strict=True)
+    (tmp_path / "bus" / "pci" / "devices").unlink()
+    (tmp_path / "bus" / "pci" / "devices").mkdir()
+    assert _pci.scan(str(tmp_path), strict=True) == []  # an empty bus is an answer
+
+
 def test_pci_scan_survives_a_fifo_bad_bytes_and_non_ascii_digits(tmp_path):
     base = tmp_path / "bus" / "pci" / "devices"
     good, bad = base / "0000:18:00.0", base / "0000:19:00.0"

@@ -174,6 +174,16 @@ def test_sysfs_root_feeds_pci_devices(module_result, nvml_fixture, tmp_path):
     assert nvml_ids == sorted(d["pci_bus_id"] for d in facts["pci_devices"] if d["kind"] == "gpu")
 
 
+def test_an_unreadable_pci_bus_is_unknown_not_empty(module_result, nvml_fixture, tmp_path):
+    """A bus that cannot be listed gives pci_devices null and says why: never "no NVIDIA device here"."""
+    (tmp_path / "bus" / "pci").mkdir(parents=True)
+    (tmp_path / "bus" / "pci" / "devices").write_text("")
+    facts = gather_facts(module_result, nvml_fixture, "dgx-h100", sysfs_root=str(tmp_path))
+    assert facts["pci_devices"] is None
+    assert facts["errors"] == ["PCI devices of %s cannot be listed: Not a directory" % tmp_path]
+    assert facts["gpu_count"] == 8  # NVML still answers
+
+
 def test_unknown_subset_is_one_clear_error(module_result, nvml_fixture):
     nvml_fixture("dgx-h100")
     rc, result = module_result(gpu_facts, {"gather_subset": ["memory", "gpus", "!nothing"]})
