@@ -5,10 +5,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _pci
-from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import (
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+    GpuLost,
+    NvmlCallError,
+)
+from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import read_attribute
 
 SUBSETS = ("basic", "state", "memory", "thermal", "power", "utilization", "ecc", "clocks", "pcie", "nvlink", "mig",
            "processes", "topology", "pci", "health")
@@ -166,6 +172,37 @@ SUBSET_FIELDS = {
 }
 
 
+# /proc/driver/nvidia/version: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." (or "Open
+# Kernel Module for x86_64").
+_PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
+_LIBRARY_FILE = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+def loaded_module_release(sysfs_root="/sys", proc_version="/proc/driver/nvidia/version"):
+    """The release of the loaded nvidia kernel module: <sysfs_root>/module/nvidia/version, else the NVRM line of
+    /proc/driver/nvidia/version; None when neither says."""
+    release = read_attribute("%s/module/nvidia/version" % sysfs_root.rstrip("/"))
+    if release and re.match(r"^\d+\.\d+(\.\d+)?$", release):
+        return release
+    found = _PROC_VERSION.search(read_attribute(proc_version) or "")
+    return found.group(1) if found else None
+
+
+def library_release(maps="/proc/self/maps"):
+    """The release of the NVML library this process loaded: the name of the file libnvidia-ml.so.1 leads to
+    (libnvidia-ml.so.550.127.08, as the driver packages install it); None when it names none."""
+    try:
+        with open(maps, encoding="utf-8", errors="replace") as handle:
+            paths = {line.split(None, 5)[-1].strip() for line in handle if "libnvidia-ml.so" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        found = _LIBRARY_FILE.search(os.path.realpath(path))
+        if found:
+            return found.group(1)
+    return None
+
+
 class GpuFactsCollector:
     """Reads everything ``gather_subset`` asks for through an open :class:`NvmlSession`."""
 
@@ -190,7 +227,12 @@ class GpuFactsCollector:
                 facts["errors"].append("PCI devices of %s cannot be listed: %s" % (
                     self.sysfs_root, exc.strerror or exc))
         available, loaded, reason = self.nvml.open()
-        facts.update(nvml_available=available, driver_loaded=loaded, reason=reason)
+        facts.update(nvml_available=available, driver_loaded=loaded, reason=reason, driver_mismatch=None)
+        if self.nvml.init_error == NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+            facts["driver_mismatch"] = mismatch = {"loaded": loaded_module_release(self.sysfs_root),
+                                                   "library": library_release()}
+            facts["reason"] = "%s: the loaded kernel module is %s, the installed library %s; reboot to load it" % (
+                reason, mismatch["loaded"] or "of unknown release", mismatch["library"] or "of unknown release")
         if loaded:
             self._system(facts)
         if "health" in self.subsets:

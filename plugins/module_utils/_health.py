@@ -82,7 +82,11 @@ def assess_node(facts, expected_gpu_count=None):
     """Judge a node from its ``ansible_facts.nvidia``: the GPUs, and a driver that GPUs on the bus need."""
     result = assess(facts.get("gpus") or [], expected_gpu_count)
     on_bus = [d for d in facts.get("pci_devices") or [] if d.get("kind") == "gpu"]
-    if not facts.get("driver_loaded") and (on_bus or expected_gpu_count):
+    if facts.get("driver_mismatch"):
+        # The driver changed without a reboot: nothing can use the GPUs until the installed driver is loaded.
+        result["findings"].insert(0, finding(None, "driver_mismatch", "critical", "reboot required: %s" % (
+            facts.get("reason"),)))
+    elif not facts.get("driver_loaded") and (on_bus or expected_gpu_count):
         result["findings"].insert(0, finding(None, "driver_unavailable", "critical", facts.get("reason")))
     elif facts.get("driver_loaded") and facts.get("gpu_count", 0) is None:
         result["findings"].insert(0, finding(None, "gpu_count_unknown", "critical", facts.get("reason")))

@@ -56,6 +56,7 @@ NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 
 # Lookups for which NOT_FOUND is an answer, not a fault.
 LOOKUPS = frozenset(("nvmlSystemGetProcessName", "nvmlDeviceGetMigDeviceHandleByIndex"))
@@ -67,6 +68,9 @@ INIT_REASONS = {
     NVML_ERROR_LIBRARY_NOT_FOUND: "libnvidia-ml.so.1 was not found: the NVIDIA driver is not installed",
     NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel driver is not loaded (libnvidia-ml.so.1 is present)",
     NVML_ERROR_NO_PERMISSION: "no permission to open the NVIDIA device files",
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH: (
+        "driver/library version mismatch: the installed NVML library is not the loaded NVIDIA kernel module's release "
+        "(the driver changed and the node has not rebooted)"),
 }
 
 
@@ -94,6 +98,8 @@ class NvmlSession:
         self.lib = lib if lib is not None else pynvml
         self.calls = 0
         self.active = False
+        # The NVML error code of a failed init (None: not tried, or it worked).
+        self.init_error = None
         # Errors that query() read as None: an NVML error is never silently good news, so callers report them.
         self.errors = []
 
@@ -106,6 +112,7 @@ class NvmlSession:
             self.lib.nvmlInit()
         except self.lib.NVMLError as exc:
             code = getattr(exc, "value", None)
+            self.init_error = code
             reason = INIT_REASONS.get(code) or "NVML initialisation failed: %s (NVML error %s)" % (exc, code)
             return code != NVML_ERROR_LIBRARY_NOT_FOUND, False, reason
         self.active = True

@@ -105,6 +105,15 @@ ansible_facts:
           type: str
           returned: always
           sample: the NVIDIA kernel driver is not loaded (libnvidia-ml.so.1 is present)
+        driver_mismatch:
+          description:
+            - After a driver change without a reboot NVML refuses to start (driver/library version mismatch, NVML
+              error 18); then the release of the loaded kernel module (C(loaded), from the module's sysfs version or
+              C(/proc/driver/nvidia/version)) and of the installed NVML library (C(library), from its file name),
+              each null where it cannot be read. Null otherwise.
+          type: dict
+          returned: always
+          sample: {"loaded": "550.54.15", "library": "550.127.08"}
         driver_version:
           description: Driver version.
           type: str

@@ -4,7 +4,8 @@ Usage: mksysfs.py FIXTURE OUTDIR
 
 Writes OUTDIR/bus/pci/devices/<address>/{vendor,device,class,subsystem_vendor,subsystem_device,numa_node} for
 every GPU of the fixture and every NVSwitch its NVLinks lead to, plus one host bridge from another vendor, and
-binds the NVIDIA functions to the `nvidia` driver when the fixture's driver loads. Runs on the node's own
+binds the NVIDIA functions to the `nvidia` driver when the fixture's driver loads, whose release then goes to
+OUTDIR/module/nvidia/version as the kernel module's (the fixture's driver_version). Runs on the node's own
 python3 with the standard library only.
 """
 
@@ -93,6 +94,9 @@ def main(fixture, outdir):
             if not os.path.isdir(target):
                 os.makedirs(target)
             os.symlink(os.path.relpath(target, path), os.path.join(path, "driver"))
+    if driver_loads and values.get("driver_version"):
+        os.makedirs(os.path.join(outdir, "module", "nvidia"), exist_ok=True)
+        write(os.path.join(outdir, "module", "nvidia", "version"), values["driver_version"])
     return len(tree)
 
 

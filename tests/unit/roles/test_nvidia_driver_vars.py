@@ -160,9 +160,12 @@ def test_signed_modules_are_offered_on_ubuntu_only(host):
 
 
 def preflight_check(name):
-    for task in yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text()):
+    tasks = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())
+    while tasks:
+        task = tasks.pop(0)
         if task.get("name") == name:
             return task
+        tasks.extend(task.get("block", []))
     raise AssertionError("no task %r in nvidia_driver's preflight.yml" % name)
 
 

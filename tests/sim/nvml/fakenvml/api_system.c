@@ -8,6 +8,44 @@
 /* Initialisation                                                           */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * The release of this library: fixture key library_version, or with "auto" the
+ * release in the name of the file it was loaded from (a driver package
+ * installs libnvidia-ml.so.<release> and the libnvidia-ml.so.1 link to it).
+ * Empty when neither says.
+ */
+static void library_release(char *out, size_t len)
+{
+    const char *value = fx_str("library_version");
+    Dl_info info;
+    char real[PATH_MAX];
+    const char *name, *marker = "libnvidia-ml.so.";
+
+    out[0] = '\0';
+    if (!value)
+        return;
+    if (strcmp(value, "auto") != 0) {
+        snprintf(out, len, "%s", value);
+        return;
+    }
+    if (!dladdr((void *)library_release, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
+        return;
+    name = strrchr(real, '/');
+    name = name ? name + 1 : real;
+    if (strncmp(name, marker, strlen(marker)) == 0 && strcmp(name + strlen(marker), "1") != 0)
+        snprintf(out, len, "%s", name + strlen(marker));
+}
+
+/* Whether the library's release differs from the loaded kernel module's (driver_version). */
+static int library_mismatch(void)
+{
+    char release[128];
+    const char *loaded = fx_str("driver_version");
+
+    library_release(release, sizeof(release));
+    return release[0] != '\0' && loaded && strcmp(release, loaded) != 0;
+}
+
 static nvmlReturn_t init_common(const char *symbol)
 {
     const char *path = getenv("FAKE_NVML_FIXTURE");
@@ -30,6 +68,10 @@ static nvmlReturn_t init_common(const char *symbol)
         if (forced != NVML_SUCCESS)
             return forced;
     }
+
+    /* A driver changed without a reboot: this library is not the loaded kernel module's release. */
+    if (library_mismatch())
+        return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
 
     value = fx_str("gpu_count");
     if (value && (!parse_ull(value, &count) || count > MAX_GPUS))

@@ -26,7 +26,7 @@ if [ "$stale" = 1 ]; then
   tmp=$(mktemp "$out/.libnvidia-ml.so.1.XXXXXX")
   trap 'rm -f "$tmp"' EXIT
   "${CC:-gcc}" -O2 -Wall -Wextra -Werror -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 \
-    -Wl,--version-script="$here/exports.map" -o "$tmp" "${sources[@]}"
+    -Wl,--version-script="$here/exports.map" -o "$tmp" "${sources[@]}" -ldl
   chmod 0755 "$tmp"
   mv -f "$tmp" "$lib"
   trap - EXIT

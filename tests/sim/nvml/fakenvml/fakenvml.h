@@ -46,9 +46,11 @@
 #ifndef FAKENVML_H
 #define FAKENVML_H
 
+#define _GNU_SOURCE /* dladdr */
 #define _XOPEN_SOURCE 700
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.modules import gpu_facts, gpu_health
-from simnode import FAKENVML_DIR, ROOT, ansible_env, fixture_value, read_fixture
+from simnode import COLLECTIONS, FAKENVML_DIR, ROOT, ansible_env, fixture_value, read_fixture
 
 
 def gather(module_result, nvml_fixture, name, **args):
@@ -137,6 +137,68 @@ def test_driver_not_loaded_is_a_fact_not_a_failure(module_result, nvml_fixture):
     assert (facts["nvml_available"], facts["driver_loaded"]) == (True, False)
     assert "not loaded" in facts["reason"]
     assert facts["gpus"] == [] and facts["driver_version"] is None
+
+
+def build_sysfs(fixture, target):
+    subprocess.run([sys.executable, str(ROOT / "tests/sim/host/mksysfs.py"),
+                    str(ROOT / "tests/sim/nvml/fixtures" / ("%s.conf" % fixture)), str(target)],
+                   check=True, capture_output=True)
+    return str(target)
+
+
+def test_driver_changed_without_a_reboot(module_result, nvml_fixture, tmp_path):
+    """NVML refuses to start (error 18): the facts name the condition and both releases, never "no driver"."""
+    root = build_sysfs("driver-mismatch", tmp_path / "sys")
+    facts = gather_facts(module_result, nvml_fixture, "driver-mismatch", sysfs_root=root)
+    # The library this process loaded is the build's libnvidia-ml.so.1, whose name carries no release.
+    assert facts["driver_mismatch"] == {"loaded": "550.54.15", "library": None}
+    assert facts["driver_loaded"] is False and facts["gpus"] == [] and facts["gpu_count"] == 0
+    assert facts["reason"] == (
+        "driver/library version mismatch: the installed NVML library is not the loaded NVIDIA kernel module's "
+        "release (the driver changed and the node has not rebooted): the loaded kernel module is 550.54.15, the "
+        "installed library of unknown release; reboot to load it")
+    assert facts["health"]["status"] == "critical"
+    assert facts["health"]["findings"][0]["code"] == "driver_mismatch"
+    assert facts["health"]["findings"][0]["message"].startswith("reboot required: driver/library version mismatch")
+
+
+def test_driver_mismatch_from_an_installed_library(tmp_path):
+    """As a driver package installs it (libnvidia-ml.so.1 -> libnvidia-ml.so.550.127.08), the library's own file
+    names its release: fixture key library_version=auto, a real nvmlInit in a fresh process, and gpu_facts' reading of
+    both releases."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    shutil.copy(FAKENVML_DIR / "libnvidia-ml.so.1", lib / "libnvidia-ml.so.550.127.08")
+    (lib / "libnvidia-ml.so.1").symlink_to("libnvidia-ml.so.550.127.08")
+    fixture = tmp_path / "nvml.conf"
+    fixture.write_text("driver_version=550.54.15\nlibrary_version=auto\ngpu_count=0\n")
+    root = build_sysfs("driver-mismatch", tmp_path / "sys")
+    code = (
+        "import json, pynvml\n"
+        "from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_facts\n"
+        "try:\n"
+        "    pynvml.nvmlInit(); error = None\n"
+        "except pynvml.NVMLError as exc:\n"
+        "    error = exc.value\n"
+        "print(json.dumps([error, _gpu_facts.library_release(), _gpu_facts.loaded_module_release(%r)]))\n" % root)
+    env = ansible_env(LD_LIBRARY_PATH=str(lib), FAKE_NVML_FIXTURE=str(fixture), PYTHONPATH=str(COLLECTIONS))
+    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(child.stdout) == [18, "550.127.08", "550.54.15"]
+    # The same library on the module's own release starts.
+    fixture.write_text("driver_version=550.127.08\nlibrary_version=auto\ngpu_count=0\n")
+    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(child.stdout)[0] is None
+
+
+def test_loaded_module_release_from_proc(tmp_path):
+    proc = tmp_path / "version"
+    proc.write_text("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  "
+                    "(dvs-builder@U16-I3-C03-3-1)  Thu Feb 20 00:00:00 UTC 2025\nGCC version:  gcc version 12.2.0\n")
+    from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_facts
+    assert _gpu_facts.loaded_module_release(str(tmp_path / "nosys"), str(proc)) == "570.124.06"
+    proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
+    assert _gpu_facts.loaded_module_release(str(tmp_path / "nosys"), str(proc)) == "550.54.15"
+    assert _gpu_facts.loaded_module_release(str(tmp_path / "nosys"), str(tmp_path / "none")) is None
 
 
 def test_gather_subset_limits_the_keys(module_result, nvml_fixture):

@@ -86,6 +86,13 @@ def test_driver_not_loaded_on_a_node_that_should_have_gpus(module_result, nvml_f
     assert result["driver_loaded"] is False
 
 
+def test_a_driver_changed_without_a_reboot_is_critical(module_result, nvml_fixture):
+    rc, result = run(module_result, nvml_fixture, "driver-mismatch")
+    assert rc == 1
+    assert codes(result) == [(None, "driver_mismatch", "critical")]
+    assert result["findings"][0]["message"].startswith("reboot required: driver/library version mismatch")
+
+
 def test_old_driver_is_judged_without_errors(module_result, nvml_fixture):
     rc, result = run(module_result, nvml_fixture, "old-driver")
     assert rc == 0 and result["verdict"] == "ok" and result["gpu_count"] == 8
