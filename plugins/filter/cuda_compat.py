@@ -31,6 +31,8 @@ cuda_max_for_driver = _filter(_cuda_compat.cuda_max_for_driver)
 torch_cuda_channel = _filter(_cuda_compat.torch_cuda_channel)
 tensorflow_build = _filter(_cuda_compat.tensorflow_build)
 horovod_limit = _filter(_cuda_compat.horovod_limit)
+cuda_too_new = _filter(_cuda_compat.cuda_too_new)
+tensorflow_for_cuda = _filter(_cuda_compat.tensorflow_for_cuda)
 gpu_architecture = _filter(_cuda_compat.gpu_architecture)
 gpu_support_problems = _filter(_cuda_compat.gpu_support_problems)
 
@@ -43,6 +45,8 @@ class FilterModule:
             "torch_cuda_channel": torch_cuda_channel,
             "tensorflow_build": tensorflow_build,
             "horovod_limit": horovod_limit,
+            "cuda_too_new": cuda_too_new,
+            "tensorflow_for_cuda": tensorflow_for_cuda,
             "gpu_architecture": gpu_architecture,
             "gpu_support_problems": gpu_support_problems,
         }

@@ -314,6 +314,18 @@ def cuda_max_for_driver(driver):
     return _dotted(best)
 
 
+def cuda_too_new(cudas, driver):
+    """The CUDA releases among cudas that driver is too old for, each with the driver it needs (the minimum of its
+    toolkit release): ["12.4", "12.8"], "550.54.15" -> [{"cuda": "12.8", "driver": "570.26"}]."""
+    have = _numbers(driver, "driver")
+    found = []
+    for release in [cudas] if isinstance(cudas, str) else cudas:
+        need = cuda_min_driver(release)
+        if _newer(_numbers(need, "driver"), have):
+            found.append({"cuda": _text(release), "driver": need})
+    return found
+
+
 def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=None):
     """The PyTorch wheel channel (cu124, ...) for a CUDA version.
 
@@ -372,6 +384,15 @@ def tensorflow_build(tf_version):
         raise CompatError("tensorflow %s is not in the table (tensorflow %s to %s); nearest: %s" % (
             _text(tf_version), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
     return dict(COMPAT["tensorflow_build"][_dotted(wanted)])
+
+
+def tensorflow_for_cuda(cuda):
+    """The newest TensorFlow release in the table built with a CUDA not newer than cuda (a driver that runs that CUDA
+    runs the build): "12.4" -> "2.17"; "" when there is none."""
+    release = _cuda(cuda)[:2]
+    fitting = [r for r in _known("tensorflow_build")
+               if not _newer(_key(COMPAT["tensorflow_build"][_dotted(r)]["cuda"]), release)]
+    return _dotted(fitting[-1]) if fitting else ""
 
 
 HOROVOD_FRAMEWORKS = ("torch", "tensorflow")

@@ -15,7 +15,6 @@ import pytest
 import yaml
 from rolevars import Batch, role_files
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat import COMPAT
 from simnode import ROOT
 
 
@@ -328,12 +327,6 @@ def test_tensorflow_refuses_a_build_without_code_for_the_gpus(key, problems):
 ], ids=["blackwell", "volta"])
 def test_tensorflow_build_with_code_for_the_gpus_passes(key):
     assert BATCH[key]["problems"] == []
-
-
-def test_tensorflow_releases_follow_the_table():
-    variables = yaml.safe_load((ROOT / "roles" / "tensorflow" / "vars" / "main.yml").read_text())
-    releases = variables["__tensorflow_releases"]
-    assert releases == sorted(COMPAT["tensorflow_build"], key=lambda v: tuple(map(int, v.split("."))), reverse=True)
 
 
 HOROVOD_TASK = {role: preflight_task(role, "Refuse a Horovod release that does not build against %s {{ %s_version }}"

@@ -18,7 +18,7 @@ from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
 from simnode import COLLECTIONS
 
 NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build", "horovod_limit",
-         "gpu_architecture", "gpu_support_problems"}
+         "gpu_architecture", "gpu_support_problems", "cuda_too_new", "tensorflow_for_cuda"}
 
 
 def test_filters_are_registered():

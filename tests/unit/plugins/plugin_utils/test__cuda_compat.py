@@ -485,3 +485,34 @@ def test_a_list_of_cuda_releases_is_checked_one_by_one():
 ])
 def test_an_architecture_alone_is_refused_only_what_none_of_its_chips_can_use(choices, problems):
     assert _cuda_compat.gpu_support_problems([{"architecture": "blackwell"}], **choices) == problems
+
+
+@pytest.mark.parametrize("cudas, driver, expected", [
+    (["12.4", "12.8"], "570.124.06", []),
+    (["12.8", "13.0"], "570.124.06", [{"cuda": "13.0", "driver": "580.65.06"}]),
+    (["12.8"], "570.26", []),  # exactly the minimum
+    (["12.8"], "570.9", [{"cuda": "12.8", "driver": "570.26"}]),  # numbers, not strings: 570.9 < 570.26
+    ("12.4.1", "550.54.14", [{"cuda": "12.4.1", "driver": "550.54.15"}]),  # one release, an update
+    (["11.4"], "470.82.01", []),
+])
+def test_cuda_too_new(cudas, driver, expected):
+    assert _cuda_compat.cuda_too_new(cudas, driver) == expected
+
+
+@pytest.mark.parametrize("cuda, release", [
+    ("12.4", "2.17"),  # 2.16 and 2.17 were built with CUDA 12.3
+    ("12.5", "2.21"),
+    ("13.0", "2.21"),
+    ("11.8", "2.14"),
+    ("11.4", ""),
+    ("0.0", ""),
+])
+def test_tensorflow_for_cuda(cuda, release):
+    assert _cuda_compat.tensorflow_for_cuda(cuda) == release
+
+
+def test_cuda_too_new_refuses_what_is_not_a_version():
+    with pytest.raises(CompatError, match=r"^driver '' is not a version"):
+        _cuda_compat.cuda_too_new(["12.4"], "")
+    with pytest.raises(CompatError, match=r"^CUDA 12\.7 is not in the table"):
+        _cuda_compat.cuda_too_new(["12.7"], "570.124.06")
