@@ -191,7 +191,7 @@ ansible_facts:
           description:
             - NVIDIA functions on the PCI bus from sysfs, present even without a driver.
             - Null when the C(pci) subset was not gathered, or when the PCI devices cannot be listed (C(errors) says
-              why): an unreadable bus is not an empty one.
+              why), as an unreadable bus is not an empty one.
             - Each has pci_bus_id, vendor_id, device_id, class, kind (C(gpu), C(nvswitch), C(audio), C(usb),
               C(other)), architecture, open_kernel_modules (C(required), C(supported), C(unsupported)), driver and
               numa_node.
