@@ -358,8 +358,8 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
             named = ", ".join(_named(a, c) for a, c in pairs)
             if not fit:
                 raise CompatError("torch %s has no CUDA wheel that runs on %s: none of its channels %s carries code "
-                                  "for them; nearest: cpu, or an older torch" % (_text(torch), named,
-                                                                                ", ".join(channels)))
+                                  "for them; nearest: cpu, or an older torch" % (
+                                      _text(torch), named, ", ".join(channels)))
             if fit != channels:
                 channels = fit
                 missing = "torch %s has no wheel for CUDA %s that runs on %s: its channels for them are" % (
@@ -654,9 +654,9 @@ def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=
     """
     pairs = _gpus(gpus)
     architectures = []
-    for architecture, _ in pairs:
-        if architecture not in architectures:
-            architectures.append(architecture)
+    for pair in pairs:
+        if pair[0] not in architectures:
+            architectures.append(pair[0])
     problems = []
     if _text(driver_branch):
         branch = _branch(driver_branch)

@@ -857,8 +857,10 @@ def read_everything(h):
             pass
 
 
-@pytest.mark.parametrize("name", [n for n in ALL_FIXTURES if n not in ("driver-not-loaded.conf",
-                                                                        "driver-mismatch.conf")])
+NVML_STARTS = [n for n in ALL_FIXTURES if n not in ("driver-not-loaded.conf", "driver-mismatch.conf")]
+
+
+@pytest.mark.parametrize("name", NVML_STARTS)
 def test_getters_never_modify_the_fixture(nvml, name):
     path = nvml(name)
     before = snapshot(path)
