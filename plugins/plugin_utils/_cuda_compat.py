@@ -258,6 +258,16 @@ def _known(section):
     return sorted(_key(k) for k in COMPAT[section])
 
 
+def _in_table(value, what, section):
+    """major.minor of a framework release that has a row in section; else a CompatError naming the nearest."""
+    wanted = _release(value, what)
+    known = _known(section)
+    if wanted not in known:
+        raise CompatError("%s %s is not in the table (%s %s to %s); nearest: %s" % (
+            what, _text(value), what, _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
+    return wanted
+
+
 def _channel_cuda(channel):
     """cu124 -> (12, 4); cu130 -> (13, 0)."""
     digits = channel[2:]
@@ -345,11 +355,7 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
                           key=_channel_cuda)
         missing = "no torch release in the table has a wheel for CUDA %s: the channels are" % _text(cuda)
     else:
-        wanted = _release(torch, "torch")
-        known = _known("torch_channels")
-        if wanted not in known:
-            raise CompatError("torch %s is not in the table (torch %s to %s); nearest: %s" % (
-                _text(torch), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
+        wanted = _in_table(torch, "torch", "torch_channels")
         channels = [c for c in COMPAT["torch_channels"][_dotted(wanted)] if c != "cpu"]
         missing = "torch %s has no wheel for CUDA %s: its channels are" % (_text(torch), _text(cuda))
         pairs = _gpus(gpus)
@@ -378,11 +384,7 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
 
 def tensorflow_build(tf_version):
     """The CUDA and cuDNN a TensorFlow release was built with: "2.16.1" -> {"cuda": "12.3", "cudnn": "8.9"}."""
-    wanted = _release(tf_version, "tensorflow")
-    known = _known("tensorflow_build")
-    if wanted not in known:
-        raise CompatError("tensorflow %s is not in the table (tensorflow %s to %s); nearest: %s" % (
-            _text(tf_version), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
+    wanted = _in_table(tf_version, "tensorflow", "tensorflow_build")
     return dict(COMPAT["tensorflow_build"][_dotted(wanted)])
 
 
@@ -579,12 +581,7 @@ def _cuda_problem(cuda, architecture, capability):
 
 
 def _torch_release(torch):
-    wanted = _release(torch, "torch")
-    known = _known("torch_channels")
-    if wanted not in known:
-        raise CompatError("torch %s is not in the table (torch %s to %s); nearest: %s" % (
-            _text(torch), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
-    return wanted
+    return _in_table(torch, "torch", "torch_channels")
 
 
 def torch_targets(torch, channel):
@@ -628,11 +625,8 @@ def _release_text(torch):
 
 
 def _tensorflow_problem(tf_version, gpus):
-    wanted = _release(tf_version, "tensorflow")
+    wanted = _in_table(tf_version, "tensorflow", "tensorflow_targets")
     known = _known("tensorflow_targets")
-    if wanted not in known:
-        raise CompatError("tensorflow %s is not in the table (tensorflow %s to %s); nearest: %s" % (
-            _text(tf_version), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(wanted, known))))
     targets = COMPAT["tensorflow_targets"][_dotted(wanted)]
     missing = _missing(targets, gpus)
     if not missing:
