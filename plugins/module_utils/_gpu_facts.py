@@ -174,15 +174,15 @@ SUBSET_FIELDS = {
 
 # /proc/driver/nvidia/version: "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." (or "Open
 # Kernel Module for x86_64").
-_PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
-_LIBRARY_FILE = re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$")
+_PROC_VERSION = re.compile(r"Kernel Module(?: for \S+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)(?![\w.])")
+_LIBRARY_FILE = re.compile(r"libnvidia-ml\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$")
 
 
 def loaded_module_release(sysfs_root="/sys", proc_version="/proc/driver/nvidia/version"):
     """The release of the loaded nvidia kernel module: <sysfs_root>/module/nvidia/version, else the NVRM line of
     /proc/driver/nvidia/version; None when neither says."""
     release = read_attribute("%s/module/nvidia/version" % sysfs_root.rstrip("/"))
-    if release and re.match(r"^\d+\.\d+(\.\d+)?$", release):
+    if release and re.match(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$", release):
         return release
     found = _PROC_VERSION.search(read_attribute(proc_version) or "")
     return found.group(1) if found else None
@@ -224,8 +224,8 @@ class GpuFactsCollector:
             try:
                 facts["pci_devices"] = _pci.scan(self.sysfs_root, strict=True)
             except OSError as exc:
-                facts["errors"].append("PCI devices of %s cannot be listed: %s" % (
-                    self.sysfs_root, exc.strerror or exc))
+                facts["errors"].append("%s %s cannot be listed: %s" % (
+                    _health.PCI_UNREADABLE, self.sysfs_root, exc.strerror or exc))
         available, loaded, reason = self.nvml.open()
         facts.update(nvml_available=available, driver_loaded=loaded, reason=reason, driver_mismatch=None)
         if self.nvml.init_error == NVML_ERROR_LIB_RM_VERSION_MISMATCH:

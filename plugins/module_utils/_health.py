@@ -78,6 +78,10 @@ def assess(gpus, expected_gpu_count=None):
     return {"status": worst(findings), "findings": findings}
 
 
+# How gpu_facts begins the error of a PCI bus it cannot list.
+PCI_UNREADABLE = "PCI devices of"
+
+
 def assess_node(facts, expected_gpu_count=None):
     """Judge a node from its ``ansible_facts.nvidia``: the GPUs, and a driver that GPUs on the bus need."""
     result = assess(facts.get("gpus") or [], expected_gpu_count)
@@ -90,9 +94,17 @@ def assess_node(facts, expected_gpu_count=None):
         result["findings"].insert(0, finding(None, "driver_unavailable", "critical", facts.get("reason")))
     elif facts.get("driver_loaded") and facts.get("gpu_count", 0) is None:
         result["findings"].insert(0, finding(None, "gpu_count_unknown", "critical", facts.get("reason")))
-    elif facts.get("errors"):
-        result["findings"].insert(0, finding(None, "nvml_error", "warning",
-                                             "NVML failed to answer %s" % "; ".join(facts["errors"])))
+    else:
+        nvml_errors = [e for e in facts.get("errors") or [] if not e.startswith(PCI_UNREADABLE)]
+        if nvml_errors:
+            result["findings"].insert(0, finding(None, "nvml_error", "warning",
+                                                 "NVML failed to answer %s" % "; ".join(nvml_errors)))
+    # Without NVML and without the PCI bus nobody can tell whether GPUs are left without a driver.
+    unreadable = [e for e in facts.get("errors") or [] if e.startswith(PCI_UNREADABLE)]
+    if unreadable:
+        severity = "warning" if facts.get("driver_loaded") else "critical"
+        result["findings"].insert(0 if severity == "critical" else len(result["findings"]),
+                                  finding(None, "pci_unreadable", severity, "; ".join(unreadable)))
     result["status"] = worst(result["findings"])
     return result
 

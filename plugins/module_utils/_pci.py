@@ -59,7 +59,9 @@ def open_module_support(architecture):
 
 
 def device_kind(pci_class):
-    """Classify an NVIDIA PCI function by its class code (int, 24 bits)."""
+    """Classify an NVIDIA PCI function by its class code (int, 24 bits); None (unreadable) is ``unknown``."""
+    if pci_class is None:
+        return "unknown"
     base, sub = pci_class >> 16, (pci_class >> 8) & 0xFF
     if base == 0x03:
         return "gpu"  # VGA (0x0300) or 3D controller (0x0302)
@@ -107,7 +109,8 @@ def scan(sysfs_root="/sys", strict=False):
         if _read_hex(os.path.join(path, "vendor")) != NVIDIA_VENDOR_ID:
             continue
         device_id = _read_hex(os.path.join(path, "device"))
-        pci_class = _read_hex(os.path.join(path, "class")) or 0
+        # An unreadable class is not "other": the function may well be a GPU.
+        pci_class = _read_hex(os.path.join(path, "class"))
         kind = device_kind(pci_class)
         arch = architecture_from_device_id(device_id) if kind == "gpu" and device_id is not None else None
         driver_link = os.path.join(path, "driver")
@@ -116,7 +119,7 @@ def scan(sysfs_root="/sys", strict=False):
             "pci_bus_id": address,
             "vendor_id": "0x%04x" % NVIDIA_VENDOR_ID,
             "device_id": "0x%04x" % device_id if device_id is not None else None,
-            "class": "0x%06x" % pci_class,
+            "class": "0x%06x" % pci_class if pci_class is not None else None,
             "kind": kind,
             "architecture": arch,
             "open_kernel_modules": open_module_support(arch) if arch else None,

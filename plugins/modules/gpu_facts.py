@@ -193,8 +193,8 @@ ansible_facts:
             - Null when the C(pci) subset was not gathered, or when the PCI devices cannot be listed (C(errors) says
               why), as an unreadable bus is not an empty one.
             - Each has pci_bus_id, vendor_id, device_id, class, kind (C(gpu), C(nvswitch), C(audio), C(usb),
-              C(other)), architecture, open_kernel_modules (C(required), C(supported), C(unsupported)), driver and
-              numa_node.
+              C(other), C(unknown) when its class cannot be read), architecture, open_kernel_modules (C(required),
+              C(supported), C(unsupported)), driver and numa_node.
           type: list
           elements: dict
           returned: always

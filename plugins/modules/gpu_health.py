@@ -14,7 +14,8 @@ description:
   - C(critical) findings are C(gpu_lost), C(ecc_uncorrected) (uncorrectable volatile ECC errors),
     C(row_remap_failure), C(gpu_count_low) (fewer GPUs than O(expected_gpu_count)), C(driver_mismatch) (the driver
     changed and the node has not rebooted, so a reboot is required; the loaded kernel module is not the installed
-    library's release) and C(driver_unavailable) (GPUs on the PCI bus, or expected, but no usable driver).
+    library's release), C(driver_unavailable) (GPUs on the PCI bus, or expected, but no usable driver) and
+    C(pci_unreadable) when the PCI bus cannot be listed and NVML does not answer either (a warning when NVML does).
   - C(warning) findings are C(row_remap_pending), C(retired_pages_pending), C(temperature_slowdown) (at or past the
     slowdown threshold), C(clocks_slowdown) (hardware or thermal slowdown among the clock event reasons),
     C(nvlink_down) (a link down on a node with an NVLink fabric), C(pcie_width_degraded), C(pcie_gen_degraded)

@@ -185,7 +185,8 @@ COMPAT = {
 
 COMPAT_MODES = ("toolkit", "minor")
 
-_NUMERIC = re.compile(r"^\d+(\.\d+)*$")
+# ASCII digits only: Python's int() takes other scripts' digits too.
+_NUMERIC = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 
 
 class CompatError(ValueError):
@@ -350,6 +351,8 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
     if compat not in COMPAT_MODES:
         raise CompatError("compat must be one of %s, got %s" % (", ".join(COMPAT_MODES), _shown(compat)))
     release = _cuda(cuda)[:2]
+    if _text(torch) == "" and gpus:
+        raise CompatError("gpus needs torch: which GPUs a channel's wheels carry code for depends on the torch release")
     if _text(torch) == "":
         channels = sorted({c for cs in COMPAT["torch_channels"].values() for c in cs if c != "cpu"},
                           key=_channel_cuda)
@@ -364,8 +367,8 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
             named = ", ".join(_named(a, c) for a, c in pairs)
             if not fit:
                 raise CompatError("torch %s has no CUDA wheel that runs on %s: none of its channels %s carries code "
-                                  "for them; nearest: cpu, or an older torch" % (
-                                      _text(torch), named, ", ".join(channels)))
+                                  "for them; nearest: %s" % (
+                                      _text(torch), named, ", ".join(channels), _nearest_torch(torch, pairs)))
             if fit != channels:
                 channels = fit
                 missing = "torch %s has no wheel for CUDA %s that runs on %s: its channels for them are" % (
@@ -424,7 +427,7 @@ KERNEL_MODULES = ("open", "proprietary")
 def _capability(value):
     """'9.0' -> (9, 0); a compute capability as NVML reports it (major.minor)."""
     text = _text(value)
-    if not re.match(r"^\d+\.\d+$", text):
+    if not re.match(r"^[0-9]+\.[0-9]+$", text):
         raise CompatError("compute capability %s is not one: expected major.minor, e.g. 9.0" % _shown(value))
     return _key(text)
 
@@ -438,35 +441,50 @@ def _architecture_of(capability):
 
 def _gpu(item):
     """One GPU as (architecture, compute capability or None). item: a gpu_facts GPU or a PCI device (a dict with
-    architecture and/or compute_capability), an architecture name or a compute capability. A GPU whose architecture
-    is not in the table (newer than it, or unreadable) gives (None, None)."""
+    architecture and/or compute_capability), an architecture name or a compute capability. A GPU of an architecture
+    the table does not know (newer than it: NVML names it, the table has no row), or whose architecture could not be
+    read (null), gives (None, None); anything else that is not a GPU is refused."""
     if isinstance(item, dict):
+        if "architecture" not in item and "compute_capability" not in item:
+            raise CompatError("%s is not a GPU: expected architecture and/or compute_capability, as gpu_facts lists "
+                              "its GPUs and PCI devices" % _shown(item))
         capability = item.get("compute_capability")
         architecture = item.get("architecture")
-    elif _text(item)[:1].isdigit():
-        capability, architecture = item, None
+    elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
+        text = _text(item)
+        if re.match(r"^[0-9]", text):
+            capability, architecture = item, None
+        elif re.match(r"^[A-Za-z]+$", text):
+            capability, architecture = None, item
+        else:
+            raise CompatError("%s is not a GPU architecture name (such as volta) or a compute capability (such as "
+                              "7.0)" % _shown(item))
     else:
-        capability, architecture = None, item
+        raise CompatError("%s is not a GPU: expected a gpu_facts GPU, an architecture name or a compute "
+                          "capability" % _shown(item))
     architecture = _text(architecture).lower() or None
+    if architecture is not None and architecture not in COMPAT["architectures"]:
+        return None, None  # newer than the table
     capability = _capability(capability) if _text(capability) else None
-    if capability is not None:
-        found = _architecture_of(capability)
-        if found != architecture and architecture in COMPAT["architectures"]:
-            raise CompatError("compute capability %s is not one of %s's (%s)" % (
-                _dotted(capability), architecture, ", ".join(COMPAT["architectures"][architecture]
-                                                             ["compute_capabilities"])))
-        if found is None:
-            return None, None
-        architecture = found
-    if architecture not in COMPAT["architectures"]:
-        return None, None
-    return architecture, capability
+    if capability is None:
+        return (architecture, None) if architecture else (None, None)
+    found = _architecture_of(capability)
+    if found is None:
+        # A compute capability the table lacks: an architecture it knows is answered for by its name alone.
+        return (architecture, None) if architecture else (None, None)
+    if architecture and found != architecture:
+        raise CompatError("compute capability %s is not one of %s's (%s)" % (
+            _dotted(capability), architecture, ", ".join(COMPAT["architectures"][architecture]
+                                                         ["compute_capabilities"])))
+    return found, capability
 
 
 def _gpus(gpus):
     """The distinct (architecture, capability) of a node's GPUs, in the table's order."""
-    if isinstance(gpus, (str, dict)) or gpus is None:
-        gpus = [] if gpus is None else [gpus]
+    if gpus is None:
+        gpus = []
+    elif not isinstance(gpus, (list, tuple)):
+        gpus = [gpus]
     found = {_gpu(item) for item in gpus} - {(None, None)}
     order = list(COMPAT["architectures"])
     return sorted(found, key=lambda pair: (order.index(pair[0]), pair[1] or (0, 0)))
@@ -534,25 +552,44 @@ def _branch(value):
     return numbers[0]
 
 
-def _driver_branch_problem(branch, architecture):
-    first, last = COMPAT["architectures"][architecture]["driver_branches"]
-    if last and branch > int(last):
-        return "driver branch %d does not support %s: its last branch is %s; nearest: %s" % (
-            branch, _named(architecture), last, last)
-    if first and branch < int(first):
-        return "driver branch %d does not support %s: it needs branch %s or newer; nearest: %s" % (
-            branch, _named(architecture), first, first)
-    return None
+def _branch_problems(branch, architectures):
+    """The architectures a driver branch does not support, with the nearest branch that supports them all; one
+    message where no branch does (a node of Kepler and Blackwell GPUs)."""
+    rows = {a: COMPAT["architectures"][a]["driver_branches"] for a in architectures}
+    lowest = max([int(first) for first, _last in rows.values() if first] or [0])
+    highest = min([int(last) for _first, last in rows.values() if last] or [10 ** 6])
+    if lowest > highest:
+        return ["no driver branch supports all of %s: %s" % (
+            ", ".join(_named(a) for a in architectures),
+            ", ".join("%s %s" % (_named(a), ("up to %s" % last) if last else ("from %s" % first))
+                      for a, (first, last) in rows.items() if first or last))]
+    nearest = min(max(branch, lowest), highest)
+    problems = []
+    for architecture, (first, last) in rows.items():
+        if last and branch > int(last):
+            problems.append("driver branch %d does not support %s: its last branch is %s; nearest: %d" % (
+                branch, _named(architecture), last, nearest))
+        elif first and branch < int(first):
+            problems.append("driver branch %d does not support %s: it needs branch %s or newer; nearest: %d" % (
+                branch, _named(architecture), first, nearest))
+    return problems
 
 
-def _kernel_modules_problem(modules, architecture):
-    support = COMPAT["architectures"][architecture]["open_kernel_modules"]
-    if modules == "open" and support == "unsupported":
-        return ("the open kernel modules do not support %s (Turing and newer only); nearest: proprietary"
-                % _named(architecture))
-    if modules == "proprietary" and support == "required":
-        return "%s runs with the open kernel modules only; nearest: open" % _named(architecture)
-    return None
+def _kernel_modules_problems(modules, architectures):
+    support = {a: COMPAT["architectures"][a]["open_kernel_modules"] for a in architectures}
+    if "unsupported" in support.values() and "required" in support.values():
+        only = {value: ", ".join(_named(a) for a, v in support.items() if v == value)
+                for value in ("unsupported", "required")}
+        return ["no kernel module flavour serves all of %s: the proprietary modules only for %s, the open ones only "
+                "for %s" % (", ".join(_named(a) for a in architectures), only["unsupported"], only["required"])]
+    problems = []
+    for architecture, value in support.items():
+        if modules == "open" and value == "unsupported":
+            problems.append("the open kernel modules do not support %s (Turing and newer only); nearest: "
+                            "proprietary" % _named(architecture))
+        elif modules == "proprietary" and value == "required":
+            problems.append("%s runs with the open kernel modules only; nearest: open" % _named(architecture))
+    return problems
 
 
 def _nearest_cuda(cuda, wanted_first, wanted_last):
@@ -565,19 +602,30 @@ def _nearest_cuda(cuda, wanted_first, wanted_last):
     return min(known, key=lambda r: abs((r[0] * 100 + r[1]) - (cuda[0] * 100 + cuda[1])))
 
 
-def _cuda_problem(cuda, architecture, capability):
+def _cuda_problems(cuda, pairs):
+    """The GPUs a CUDA release does not build for, with the nearest release that builds for them all; one message
+    where none does (Kepler and Blackwell on one node)."""
     release = _cuda(cuda)[:2]
-    first, last = _cuda_range(architecture, capability)
-    if first and _newer(first, release):
-        reason = "it needs CUDA %s or newer" % _dotted(first)
-    elif last and _newer(release, last):
-        reason = "the last CUDA that builds for it is %s" % _dotted(last)
-    else:
-        return None
-    nearest = _nearest_cuda(release, first and _dotted(first), last and _dotted(last))
-    return "CUDA %s does not build for %s: %s; nearest: %s" % (
-        _dotted(release), _named(architecture, capability), reason,
-        _dotted(nearest) if nearest else "none in the table")
+    ranges = [(a, c, *_cuda_range(a, c)) for a, c in pairs]
+    firsts = [first for _a, _c, first, _last in ranges if first]
+    lasts = [last for _a, _c, _first, last in ranges if last]
+    lowest, highest = (max(firsts) if firsts else None), (min(lasts) if lasts else None)
+    nearest = _nearest_cuda(release, lowest and _dotted(lowest), highest and _dotted(highest))
+    disjoint = bool(lowest and highest and _newer(lowest, highest)) or (nearest is None and bool(lowest or highest))
+    if len(pairs) > 1 and disjoint:
+        return ["no CUDA release in the table builds for all of %s" % ", ".join(_named(a, c) for a, c in pairs)]
+    problems = []
+    for architecture, capability, first, last in ranges:
+        if first and _newer(first, release):
+            reason = "it needs CUDA %s or newer" % _dotted(first)
+        elif last and _newer(release, last):
+            reason = "the last CUDA that builds for it is %s" % _dotted(last)
+        else:
+            continue
+        problems.append("CUDA %s does not build for %s: %s; nearest: %s" % (
+            _dotted(release), _named(architecture, capability), reason,
+            _dotted(nearest) if nearest else "none in the table"))
+    return problems
 
 
 def _torch_release(torch):
@@ -617,11 +665,23 @@ def _torch_problem(torch, channel, gpus):
         _text(torch), channel, ", ".join(missing), ", ".join(targets),
         min(fitting, key=lambda c: abs(_channel_cuda(c)[0] * 10 + _channel_cuda(c)[1]
                                        - _channel_cuda(channel)[0] * 10 - _channel_cuda(channel)[1]))
-        if fitting else "no %s channel carries them; cpu" % _release_text(torch))
+        if fitting else _nearest_torch(torch, gpus))
 
 
-def _release_text(torch):
-    return "torch %s" % _dotted(_release(torch, "torch"))
+def _nearest_torch(torch, pairs):
+    """The torch release nearest to torch with a channel whose wheels carry code for every GPU, as "torch 2.8
+    (cu128)"; else the CPU build."""
+    wanted = _torch_release(torch)
+    found = []
+    for release in _known("torch_channels"):
+        for channel in COMPAT["torch_channels"][_dotted(release)]:
+            if channel != "cpu" and not _missing(torch_targets(_dotted(release), channel), pairs):
+                found.append((abs((release[0] - wanted[0]) * 100 + release[1] - wanted[1]), release, channel))
+                break
+    if not found:
+        return "cpu (no torch release in the table has a channel that carries code for them)"
+    _distance, release, channel = min(found)
+    return "torch %s (%s)" % (_dotted(release), channel)
 
 
 def _tensorflow_problem(tf_version, gpus):
@@ -653,16 +713,18 @@ def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=
             architectures.append(pair[0])
     problems = []
     if _text(driver_branch):
-        branch = _branch(driver_branch)
-        problems += [p for p in (_driver_branch_problem(branch, a) for a in architectures) if p]
+        problems += _branch_problems(_branch(driver_branch), architectures)
     if _text(kernel_modules):
         if kernel_modules not in KERNEL_MODULES:
             raise CompatError("kernel_modules must be one of %s, got %s" % (", ".join(KERNEL_MODULES),
                                                                             _shown(kernel_modules)))
-        problems += [p for p in (_kernel_modules_problem(kernel_modules, a) for a in architectures) if p]
+        problems += _kernel_modules_problems(kernel_modules, architectures)
     for release in cuda if isinstance(cuda, (list, tuple)) else [cuda]:
         if _text(release):
-            problems += [p for p in (_cuda_problem(release, a, c) for a, c in pairs) if p]
+            problems += _cuda_problems(release, pairs)
+    if bool(_text(torch)) != bool(_text(torch_channel)):
+        raise CompatError("torch and torch_channel go together: the GPU code of a channel's wheels depends on the "
+                          "torch release")
     if _text(torch) and _text(torch_channel):
         problem = _torch_problem(torch, _text(torch_channel), pairs)
         problems += [problem] if problem else []

@@ -466,3 +466,35 @@ def test_dali_has_one_index_never_mixed_with_torchs(key, args):
     rendered = json.loads(BATCH[key]["dali"])
     assert rendered == args
     assert rendered.count("--index-url") == 1
+
+
+MISMATCH = {"nvidia": {"pynvml_available": True, "driver_loaded": False, "gpu_count": 0, "driver_version": None,
+                       "cuda_driver_version": None, "gpus": [], "reason": "driver/library version mismatch: ...",
+                       "driver_mismatch": {"loaded": "550.54.15", "library": "550.127.08"}}}
+REBOOT_TASKS = {"pytorch": preflight_task("pytorch",
+                                          "Refuse a CUDA build on a node whose new driver waits for a reboot"),
+                "tensorflow": preflight_task("tensorflow",
+                                             "Refuse a GPU build on a node whose new driver waits for a reboot")}
+
+
+def reboot_case(role, facts, **overrides):
+    task = REBOOT_TASKS[role]
+    return BATCH.case(role, facts, [("refused", "{{ ((%s)) | bool }}" % ") and (".join(task["when"])),
+                                    ("message", task["ansible.builtin.fail"]["msg"])], **overrides)
+
+
+@pytest.mark.parametrize("key, refused", [
+    # A driver changed without a reboot: NVML does not start, so the GPUs cannot be counted; never the CPU build
+    # by default.
+    (reboot_case("pytorch", MISMATCH), True),
+    (reboot_case("pytorch", MISMATCH, pytorch_channel="cpu"), False),
+    (reboot_case("pytorch", nvidia()), False),
+    (reboot_case("tensorflow", MISMATCH), True),
+    (reboot_case("tensorflow", MISMATCH, tensorflow_variant="cpu"), False),
+], ids=["pytorch-auto", "pytorch-cpu", "pytorch-healthy", "tensorflow-auto", "tensorflow-cpu"])
+def test_a_node_waiting_for_a_reboot_gets_no_gpu_build(key, refused):
+    result = BATCH[key]
+    assert result["refused"] is refused
+    if refused:
+        assert_one_line_with(result["message"], ["driver/library version mismatch", "reboot the node first",
+                                                 "Nothing was installed"])

@@ -9,6 +9,20 @@
 /* ------------------------------------------------------------------------ */
 
 /*
+ * The file this library was loaded from, resolved when it is loaded: a
+ * relative LD_LIBRARY_PATH would name another file after a chdir.
+ */
+static char library_file[PATH_MAX];
+
+__attribute__((constructor)) static void find_library_file(void)
+{
+    Dl_info info;
+
+    if (!dladdr((void *)find_library_file, &info) || !info.dli_fname || !realpath(info.dli_fname, library_file))
+        library_file[0] = '\0';
+}
+
+/*
  * The release of this library: fixture key library_version, or with "auto" the
  * release in the name of the file it was loaded from (a driver package
  * installs libnvidia-ml.so.<release> and the libnvidia-ml.so.1 link to it).
@@ -17,8 +31,6 @@
 static void library_release(char *out, size_t len)
 {
     const char *value = fx_str("library_version");
-    Dl_info info;
-    char real[PATH_MAX];
     const char *name, *marker = "libnvidia-ml.so.";
 
     out[0] = '\0';
@@ -28,10 +40,8 @@ static void library_release(char *out, size_t len)
         snprintf(out, len, "%s", value);
         return;
     }
-    if (!dladdr((void *)library_release, &info) || !info.dli_fname || !realpath(info.dli_fname, real))
-        return;
-    name = strrchr(real, '/');
-    name = name ? name + 1 : real;
+    name = strrchr(library_file, '/');
+    name = name ? name + 1 : library_file;
     if (strncmp(name, marker, strlen(marker)) == 0 && strcmp(name + strlen(marker), "1") != 0)
         snprintf(out, len, "%s", name + strlen(marker));
 }

@@ -99,3 +99,22 @@ def test_nvml_errors_are_never_good_news():
     assert counted["status"] == "critical" and counted["findings"][0]["code"] == "gpu_count_unknown"
     system = _health.assess_node({"driver_loaded": True, "gpu_count": 0, "gpus": [], "errors": ["x: y"]})
     assert system["status"] == "warning" and system["findings"][0]["code"] == "nvml_error"
+
+
+@pytest.mark.parametrize("loaded, severity", [(False, "critical"), (True, "warning")])
+def test_an_unreadable_pci_bus_is_its_own_finding(loaded, severity):
+    """Not "NVML failed": the PCI bus could not be listed; without NVML nobody can tell whether GPUs lack a driver."""
+    error = "PCI devices of /sys cannot be listed: Permission denied"
+    facts = {"driver_loaded": loaded, "gpu_count": 0, "gpus": [], "pci_devices": None, "errors": [error],
+             "reason": None if loaded else "the NVIDIA kernel driver is not loaded"}
+    result = _health.assess_node(facts)
+    assert [(f["code"], f["severity"], f["message"]) for f in result["findings"]] == [
+        ("pci_unreadable", severity, error)]
+    assert result["status"] == severity
+
+
+def test_a_driver_mismatch_is_critical_whatever_else():
+    facts = {"driver_loaded": False, "gpu_count": 0, "gpus": [], "pci_devices": [], "errors": [],
+             "driver_mismatch": {"loaded": "550.54.15", "library": "550.127.08"}, "reason": "driver/library ..."}
+    result = _health.assess_node(facts)
+    assert [(f["code"], f["severity"]) for f in result["findings"]] == [("driver_mismatch", "critical")]

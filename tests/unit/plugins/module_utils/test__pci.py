@@ -105,3 +105,14 @@ def test_pci_scan_survives_a_fifo_bad_bytes_and_non_ascii_digits(tmp_path):
     devices = _pci.scan(str(tmp_path))
     assert [(d["pci_bus_id"], d["device_id"], d["numa_node"]) for d in devices] == [
         ("0000:18:00.0", "0x2330", None), ("0000:19:00.0", None, None)]
+
+
+def test_an_unreadable_class_is_unknown_not_other(tmp_path):
+    """A GPU whose class cannot be read must not drop out of the GPUs as "other"."""
+    device = tmp_path / "bus" / "pci" / "devices" / "0000:18:00.0"
+    device.mkdir(parents=True)
+    (device / "vendor").write_text("0x10de\n")
+    (device / "device").write_text("0x2330\n")
+    (device / "class").mkdir()  # a directory where the attribute should be: unreadable
+    found = _pci.scan(str(tmp_path))
+    assert [(d["kind"], d["class"]) for d in found] == [("unknown", None)]

@@ -199,6 +199,9 @@ def test_loaded_module_release_from_proc(tmp_path):
     proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
     assert _gpu_facts.loaded_module_release(str(tmp_path / "nosys"), str(proc)) == "550.54.15"
     assert _gpu_facts.loaded_module_release(str(tmp_path / "nosys"), str(tmp_path / "none")) is None
+    for junk in ("550.54.15abc", "550.54.15.7", "\u0665\u0665\u0660.54"):  # refused, never cut short
+        proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Mar  5 2024\n" % junk)
+        assert _gpu_facts.loaded_module_release(str(tmp_path / "nosys"), str(proc)) is None, junk
 
 
 def test_gather_subset_limits_the_keys(module_result, nvml_fixture):

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
@@ -396,9 +398,25 @@ K80 = {"architecture": "kepler", "compute_capability": "3.7"}
     ([V100, H100, V100], {"driver_branch": "590", "cuda": "12.8"}, [
         "driver branch 590 does not support Volta: its last branch is 580; nearest: 580"]),
     ([V100, RTX_PRO], {"driver_branch": "570"}, []),
+    # No choice serves both: said so, never a "nearest" that the other GPU refuses.
     ([V100, RTX_PRO], {"driver_branch": "590", "kernel_modules": "open"}, [
         "driver branch 590 does not support Volta: its last branch is 580; nearest: 580",
-        "the open kernel modules do not support Volta (Turing and newer only); nearest: proprietary"]),
+        "no kernel module flavour serves all of Volta, Blackwell: the proprietary modules only for Volta, the open "
+        "ones only for Blackwell"]),
+    ([K80, RTX_PRO], {"driver_branch": "470", "cuda": "12.8"}, [
+        "no driver branch supports all of Kepler, Blackwell: Kepler up to 470, Blackwell from 570",
+        "no CUDA release in the table builds for all of Kepler (compute capability 3.7), Blackwell (compute "
+        "capability 12.0)"]),
+    # The nearest branch suits every GPU: 580 for Volta and Hopper, not one that only one of them takes.
+    ([V100, H100], {"driver_branch": "595"}, ["driver branch 595 does not support Volta: its last branch is 580; "
+                                              "nearest: 580"]),
+    ([V100, RTX_PRO], {"driver_branch": "550"}, ["driver branch 550 does not support Blackwell: it needs branch 570 "
+                                                 "or newer; nearest: 570"]),
+    # A compute capability the table lacks, of an architecture it knows, answers for the architecture.
+    ([{"architecture": "blackwell", "compute_capability": "10.1"}], {"driver_branch": "550"}, [
+        "driver branch 550 does not support Blackwell: it needs branch 570 or newer; nearest: 570"]),
+    (7.0, {"driver_branch": "590"}, ["driver branch 590 does not support Volta: its last branch is 580; "
+                                     "nearest: 580"]),  # one GPU, not in a list
     # GPUs the table does not know are left out; so is a node without GPUs.
     ([{"architecture": "rubin", "compute_capability": "13.0"}], {"driver_branch": "470"}, []),
     ([{"architecture": None, "compute_capability": None}], {"driver_branch": "470"}, []),
@@ -422,6 +440,17 @@ def test_gpu_support_problems(gpus, choices, problems):
     (lambda: _cuda_compat.gpu_support_problems(["9.0"], tensorflow="2.13.0"),
      r"^tensorflow 2\.13\.0 is not in the table \(tensorflow 2\.14 to 2\.21\); nearest: 2\.14$"),
     (lambda: _cuda_compat.gpu_architecture("rubin"), r"^'rubin' is not a GPU architecture or compute capability in "),
+    # What is not a GPU is refused, never read as "no problem".
+    (lambda: _cuda_compat.gpu_support_problems(["V100"], driver_branch="590"),
+     r"^'V100' is not a GPU architecture name \(such as volta\) or a compute capability \(such as 7\.0\)$"),
+    (lambda: _cuda_compat.gpu_support_problems(["sm_90"], driver_branch="590"), r"^'sm_90' is not a GPU architecture"),
+    (lambda: _cuda_compat.gpu_support_problems([["7.0"]], driver_branch="590"), r"^\['7\.0'\] is not a GPU"),
+    (lambda: _cuda_compat.gpu_support_problems({"gpus": []}, driver_branch="590"),
+     r"^\{'gpus': \[\]\} is not a GPU: expected architecture and/or compute_capability"),
+    (lambda: _cuda_compat.gpu_support_problems([True], driver_branch="590"), r"^True is not a GPU"),
+    (lambda: _cuda_compat.gpu_support_problems(["\u0669.\u0660"], driver_branch="590"), r"is not a GPU architecture"),
+    (lambda: _cuda_compat.gpu_support_problems(["9.0"], torch="2.13.0"), r"^torch and torch_channel go together"),
+    (lambda: _cuda_compat.torch_cuda_channel("13.0", gpus=["volta"]), r"^gpus needs torch"),
 ])
 def test_gpu_support_errors(call, message):
     if message is None:  # an unknown name is a GPU the table does not know: left out, not an error
@@ -444,6 +473,16 @@ def test_torch_cuda_channel_for_the_gpus(cuda, torch, gpus, channel):
     assert torch_cuda_channel(cuda, torch=torch, compat="minor", gpus=gpus) == channel
 
 
+@pytest.mark.parametrize("cuda, torch, gpus, nearest", [
+    ("12.4", "2.5.1", [{"architecture": "blackwell"}], "torch 2.7 (cu128)"),  # newer torch, not an older one
+    ("12.8", "2.7.1", [V100, RTX_PRO], "torch 2.8 (cu128)"),  # 2.8's CUDA 12.8 wheels carry both
+    ("13.0", "2.13.0", [K80], "torch 2.7 (cu118)"),
+])
+def test_no_channel_names_the_nearest_torch_that_has_one(cuda, torch, gpus, nearest):
+    with pytest.raises(CompatError, match=r"; nearest: %s$" % re.escape(nearest)):
+        torch_cuda_channel(cuda, torch=torch, compat="minor", gpus=gpus)
+
+
 def test_torch_cuda_channel_refuses_gpus_no_wheel_carries():
     with pytest.raises(CompatError, match=r"^torch 2\.13\.0 has no wheel for CUDA 12\.8 that runs on Blackwell "
                                           r"\(compute capability 12\.0\): its channels for them are cu130, cu132; "
@@ -452,6 +491,9 @@ def test_torch_cuda_channel_refuses_gpus_no_wheel_carries():
     with pytest.raises(CompatError, match=r"^torch 2\.13\.0 has no CUDA wheel that runs on Kepler \(compute "
                                           r"capability 3\.7\): none of its channels cu126, cu130, cu132 carries"):
         torch_cuda_channel("13.0", torch="2.13.0", compat="minor", gpus=[K80])
+    assert _cuda_compat.gpu_support_problems([V100], torch="2.7.1", torch_channel="cu128") == [
+        "torch 2.7.1's cu128 wheels carry no code for Volta (compute capability 7.0) (they carry sm_75, sm_80, sm_86, "
+        "sm_90, sm_100, sm_120, compute_120); nearest: cu126"]
 
 
 def test_every_architecture_row_is_complete():
