@@ -85,7 +85,14 @@ PCI_UNREADABLE = "PCI devices of"
 def assess_node(facts, expected_gpu_count=None):
     """Judge a node from its ``ansible_facts.nvidia``: the GPUs, and a driver that GPUs on the bus need."""
     result = assess(facts.get("gpus") or [], expected_gpu_count)
-    on_bus = [d for d in facts.get("pci_devices") or [] if d.get("kind") == "gpu"]
+    # A function whose class cannot be read may be a GPU.
+    on_bus = [d for d in facts.get("pci_devices") or [] if d.get("kind") in ("gpu", "unknown")]
+    # Without NVML and without the PCI bus nobody can tell whether GPUs are left without a driver.
+    unreadable = [e for e in facts.get("errors") or [] if e.startswith(PCI_UNREADABLE)]
+    if unreadable:
+        severity = "warning" if facts.get("driver_loaded") else "critical"
+        result["findings"].insert(0 if severity == "critical" else len(result["findings"]),
+                                  finding(None, "pci_unreadable", severity, "; ".join(unreadable)))
     if facts.get("driver_mismatch"):
         # The driver changed without a reboot: nothing can use the GPUs until the installed driver is loaded.
         result["findings"].insert(0, finding(None, "driver_mismatch", "critical", "reboot required: %s" % (
@@ -99,12 +106,6 @@ def assess_node(facts, expected_gpu_count=None):
         if nvml_errors:
             result["findings"].insert(0, finding(None, "nvml_error", "warning",
                                                  "NVML failed to answer %s" % "; ".join(nvml_errors)))
-    # Without NVML and without the PCI bus nobody can tell whether GPUs are left without a driver.
-    unreadable = [e for e in facts.get("errors") or [] if e.startswith(PCI_UNREADABLE)]
-    if unreadable:
-        severity = "warning" if facts.get("driver_loaded") else "critical"
-        result["findings"].insert(0 if severity == "critical" else len(result["findings"]),
-                                  finding(None, "pci_unreadable", severity, "; ".join(unreadable)))
     result["status"] = worst(result["findings"])
     return result
 

@@ -112,7 +112,9 @@ def scan(sysfs_root="/sys", strict=False):
         # An unreadable class is not "other": the function may well be a GPU.
         pci_class = _read_hex(os.path.join(path, "class"))
         kind = device_kind(pci_class)
-        arch = architecture_from_device_id(device_id) if kind == "gpu" and device_id is not None else None
+        # A function of unknown class may be a GPU: its device id still names the die.
+        arch = (architecture_from_device_id(device_id) if kind in ("gpu", "unknown") and device_id is not None
+                else None)
         driver_link = os.path.join(path, "driver")
         numa = _read(os.path.join(path, "numa_node"))
         devices.append({

@@ -450,6 +450,8 @@ def _gpu(item):
                               "its GPUs and PCI devices" % _shown(item))
         capability = item.get("compute_capability")
         architecture = item.get("architecture")
+        if architecture is not None and not isinstance(architecture, str):
+            raise CompatError("%s is not a GPU: its architecture is not a name" % _shown(item))
     elif isinstance(item, (str, int, float)) and not isinstance(item, bool):
         text = _text(item)
         if re.match(r"^[0-9]", text):
@@ -486,6 +488,8 @@ def _gpus(gpus):
     elif not isinstance(gpus, (list, tuple)):
         gpus = [gpus]
     found = {_gpu(item) for item in gpus} - {(None, None)}
+    # A GPU known by its architecture alone adds nothing where a GPU of that architecture has a compute capability.
+    found -= {(a, None) for a, c in found if c is not None}
     order = list(COMPAT["architectures"])
     return sorted(found, key=lambda pair: (order.index(pair[0]), pair[1] or (0, 0)))
 
@@ -611,8 +615,7 @@ def _cuda_problems(cuda, pairs):
     lasts = [last for _a, _c, _first, last in ranges if last]
     lowest, highest = (max(firsts) if firsts else None), (min(lasts) if lasts else None)
     nearest = _nearest_cuda(release, lowest and _dotted(lowest), highest and _dotted(highest))
-    disjoint = bool(lowest and highest and _newer(lowest, highest)) or (nearest is None and bool(lowest or highest))
-    if len(pairs) > 1 and disjoint:
+    if len(pairs) > 1 and lowest and highest and _newer(lowest, highest):
         return ["no CUDA release in the table builds for all of %s" % ", ".join(_named(a, c) for a, c in pairs)]
     problems = []
     for architecture, capability, first, last in ranges:

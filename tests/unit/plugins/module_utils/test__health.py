@@ -118,3 +118,16 @@ def test_a_driver_mismatch_is_critical_whatever_else():
              "driver_mismatch": {"loaded": "550.54.15", "library": "550.127.08"}, "reason": "driver/library ..."}
     result = _health.assess_node(facts)
     assert [(f["code"], f["severity"]) for f in result["findings"]] == [("driver_mismatch", "critical")]
+
+
+def test_a_function_of_unknown_class_counts_as_a_gpu_on_the_bus():
+    facts = {"driver_loaded": False, "gpu_count": 0, "gpus": [], "errors": [], "reason": "not loaded",
+             "pci_devices": [{"kind": "unknown", "architecture": "pascal"}]}
+    assert [f["code"] for f in _health.assess_node(facts)["findings"]] == ["driver_unavailable"]
+
+
+def test_the_reboot_comes_before_an_unreadable_bus():
+    facts = {"driver_loaded": False, "gpu_count": 0, "gpus": [], "pci_devices": None, "reason": "mismatch",
+             "errors": ["PCI devices of /sys cannot be listed: Permission denied"],
+             "driver_mismatch": {"loaded": "550.54.15", "library": "550.127.08"}}
+    assert [f["code"] for f in _health.assess_node(facts)["findings"]] == ["driver_mismatch", "pci_unreadable"]

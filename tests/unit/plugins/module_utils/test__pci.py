@@ -115,4 +115,4 @@ def test_an_unreadable_class_is_unknown_not_other(tmp_path):
     (device / "device").write_text("0x2330\n")
     (device / "class").mkdir()  # a directory where the attribute should be: unreadable
     found = _pci.scan(str(tmp_path))
-    assert [(d["kind"], d["class"]) for d in found] == [("unknown", None)]
+    assert [(d["kind"], d["class"], d["architecture"]) for d in found] == [("unknown", None, "hopper")]

@@ -558,3 +558,21 @@ def test_cuda_too_new_refuses_what_is_not_a_version():
         _cuda_compat.cuda_too_new(["12.4"], "")
     with pytest.raises(CompatError, match=r"^CUDA 12\.7 is not in the table"):
         _cuda_compat.cuda_too_new(["12.7"], "570.124.06")
+
+
+@pytest.mark.parametrize("gpus, cuda, problems", [
+    # Only the GPU the release does not build for is named; a release inside every GPU's range is no problem.
+    (["3.0", "3.7"], "11.0", ["CUDA 11.0 does not build for Kepler (compute capability 3.0): the last CUDA that "
+                              "builds for it is 10.2; nearest: none in the table"]),
+    (["3.7", "5.0"], "11.8", []),
+    # One GPU by name and one of the same architecture with its compute capability: one message, not two.
+    (["7.0", "volta"], "13.0", ["CUDA 13.0 does not build for Volta (compute capability 7.0): the last CUDA that "
+                                "builds for it is 12.9; nearest: 12.9"]),
+])
+def test_cuda_problems_name_only_what_fails(gpus, cuda, problems):
+    assert _cuda_compat.gpu_support_problems(gpus, cuda=cuda) == problems
+
+
+def test_a_gpu_whose_architecture_is_not_a_name_is_refused():
+    with pytest.raises(CompatError, match=r"is not a GPU: its architecture is not a name$"):
+        _cuda_compat.gpu_support_problems([{"architecture": {"name": "volta"}}], cuda="12.8")
