@@ -207,3 +207,30 @@ def test_branch_and_modules_against_the_gpus(key, ok, parts):
     assert result["ok"] is ok
     for part in parts:
         assert part in result["message"], result["message"]
+
+
+LOADED_BATCH = Batch()
+
+
+def loaded_case(before, after=None):
+    variables = {"__nvidia_driver_gpus": {"ansible_facts": {"nvidia": before}}}
+    variables["__nvidia_driver_after"] = {"ansible_facts": {"nvidia": after}} if after else {"skipped": True}
+    return LOADED_BATCH.add([ROLE / "vars" / "main.yml"], variables, [("loaded", "{{ __nvidia_driver_loaded }}")])
+
+
+NO_LIBRARY = {"driver_version": None, "driver_mismatch": None}
+
+
+@pytest.mark.parametrize("key, loaded", [
+    # A first install: before it no library answered; after it the module the node runs is what counts.
+    (loaded_case(NO_LIBRARY, {"driver_version": "550.54.15", "driver_mismatch": None}), "550.54.15"),
+    (loaded_case(NO_LIBRARY, {"driver_version": None, "driver_mismatch": None}), ""),  # not loaded until a reboot
+    # An upgrade under the old module: NVML refuses to start, the module's own release counts.
+    (loaded_case({"driver_version": "550.54.15", "driver_mismatch": None},
+                 {"driver_version": None, "driver_mismatch": {"loaded": "550.54.15", "library": "550.127.08"}}),
+     "550.54.15"),
+    # Nothing changed: the preflight's facts.
+    (loaded_case({"driver_version": "570.124.06", "driver_mismatch": None}), "570.124.06"),
+], ids=["first-install-loaded", "first-install-not-loaded", "upgrade-mismatch", "unchanged"])
+def test_the_loaded_driver_is_read_after_the_change(key, loaded):
+    assert LOADED_BATCH[key]["loaded"] == loaded
