@@ -12,6 +12,8 @@ import json
 import subprocess
 import sys
 
+import yaml
+
 from simnode import COLLECTIONS, ROOT
 
 RENDER = r"""
@@ -72,3 +74,14 @@ class Batch:
                                    capture_output=True, text=True, check=True, cwd="/")
             self.results = json.loads(child.stdout.splitlines()[-1])
         return {name: value.strip() if isinstance(value, str) else value for name, value in self.results[key].items()}
+
+
+def preflight_task(role, name, tasks_file="preflight.yml"):
+    """The task called name in the role's preflight.yml (or another tasks file), inside blocks and rescues too."""
+    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / tasks_file).read_text())
+    while tasks:
+        task = tasks.pop(0)
+        if task.get("name") == name:
+            return task
+        tasks.extend(task.get("block", []) + task.get("rescue", []))
+    raise AssertionError("no task %r in %s's %s" % (name, role, tasks_file))

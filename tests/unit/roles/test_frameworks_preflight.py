@@ -12,21 +12,9 @@ import subprocess
 import sys
 
 import pytest
-import yaml
-from rolevars import Batch, role_files
+from rolevars import Batch, preflight_task, role_files
 
 from simnode import ROOT
-
-
-def preflight_task(role, name, tasks_file="preflight.yml"):
-    """The task called name in the role's preflight.yml (or another tasks file), inside blocks and rescues too."""
-    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / tasks_file).read_text())
-    while tasks:
-        task = tasks.pop(0)
-        if task.get("name") == name:
-            return task
-        tasks.extend(task.get("block", []) + task.get("rescue", []))
-    raise AssertionError("no task %r in %s's %s" % (name, role, tasks_file))
 
 
 def nvidia(gpus=8, driver="570.124.06", cuda="12.8", loaded=True, arch=("hopper", "9.0")):

@@ -7,8 +7,7 @@ mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL path
 from __future__ import annotations
 
 import pytest
-import yaml
-from rolevars import Batch
+from rolevars import Batch, preflight_task
 
 from simnode import ROOT, load_sim_script
 
@@ -246,12 +245,7 @@ def test_every_name_exists_in_nvidia_layout(key):
     assert any(version.endswith(result["__cuda_toolkit_nccl_suffix"]) for version in available["libnccl2"])
 
 
-def toolkit_gpu_check():
-    tasks = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())
-    return next(task for task in tasks if task.get("name") == "Refuse a toolkit that does not build for the GPUs")
-
-
-GPU_CHECK = toolkit_gpu_check()
+GPU_CHECK = preflight_task("cuda_toolkit", "Refuse a toolkit that does not build for the GPUs")
 GPU_BATCH = Batch()
 
 

@@ -6,10 +6,9 @@ paths cannot run in the test containers."""
 from __future__ import annotations
 
 import pytest
-import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from rolevars import Batch
+from rolevars import Batch, preflight_task
 
 from simnode import ROOT, load_sim_script
 
@@ -159,17 +158,7 @@ def test_signed_modules_are_offered_on_ubuntu_only(host):
     assert DataLoader().load_from_file(str(vars_file(UBUNTU24)))["__nvidia_driver_signed_offered"] is True
 
 
-def preflight_check(name):
-    tasks = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())
-    while tasks:
-        task = tasks.pop(0)
-        if task.get("name") == name:
-            return task
-        tasks.extend(task.get("block", []))
-    raise AssertionError("no task %r in nvidia_driver's preflight.yml" % name)
-
-
-GPU_CHECK = preflight_check("Check the driver branch and the kernel modules against the GPUs")
+GPU_CHECK = preflight_task("nvidia_driver", "Check the driver branch and the kernel modules against the GPUs")
 GPU_BATCH = Batch()
 
 
