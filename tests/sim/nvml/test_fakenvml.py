@@ -849,6 +849,8 @@ def read_everything(h):
         lambda h: pynvml.nvmlDeviceGetNvLinkState(h, 0), lambda h: pynvml.nvmlDeviceGetNvLinkRemotePciInfo(h, 0),
         lambda h: pynvml.nvmlDeviceGetNvLinkRemoteDeviceType(h, 0), pynvml.nvmlDeviceGetComputeRunningProcesses_v3,
         lambda h: pynvml.nvmlDeviceGetTopologyCommonAncestor(h, handle(0)),
+        lambda h: pynvml.nvmlDeviceGetCpuAffinity(h, 4), pynvml.nvmlDeviceGetGraphicsRunningProcesses_v3,
+        lambda h: pynvml.nvmlDeviceGetProcessUtilization(h, 0), lambda h: pynvml.nvmlDeviceGetApplicationsClock(h, 0),
     ]
     for call in calls:
         try:

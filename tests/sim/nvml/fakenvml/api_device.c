@@ -1,6 +1,7 @@
 /*
- * Fake NVML, device queries (identity, memory, thermals, power, clocks,
- * fans, modes, ECC, MIG mode, NVLink, processes, topology). See fakenvml.h.
+ * Fake NVML, device queries (identity, CPU affinity, memory, thermals,
+ * power, clocks, fans, modes, ECC, MIG mode, NVLink, processes, topology).
+ * See fakenvml.h.
  */
 #include "fakenvml.h"
 
@@ -209,6 +210,88 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 }
 
 /* ------------------------------------------------------------------------ */
+/* CPU affinity                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define ULONG_BITS (sizeof(unsigned long) * CHAR_BIT)
+
+/*
+ * Set the bits of a Linux CPU list ("0-55,112-167") in set, size unsigned
+ * longs (CPU c: bit c % 64 of word c / 64), after clearing them; CPUs past
+ * the end are left out.  With size 0 the list is only checked.
+ */
+static nvmlReturn_t cpu_list_mask(const char *v, unsigned int size, unsigned long *set)
+{
+    const unsigned long long bits = (unsigned long long)size * ULONG_BITS;
+    unsigned long long lo, hi, c;
+    char tok[48], *dash;
+
+    if (size > 0)
+        memset(set, 0, size * sizeof(*set));
+    while (v) {
+        const char *end = strchr(v, ',');
+        size_t len = end ? (size_t)(end - v) : strlen(v);
+        if (len >= sizeof(tok))
+            return NVML_ERROR_UNKNOWN;
+        memcpy(tok, v, len);
+        tok[len] = '\0';
+        dash = strchr(tok, '-');
+        if (dash)
+            *dash = '\0';
+        if (!parse_ull(trim(tok), &lo))
+            return NVML_ERROR_UNKNOWN;
+        hi = lo;
+        if (dash && !parse_ull(trim(dash + 1), &hi))
+            return NVML_ERROR_UNKNOWN;
+        if (lo > hi)
+            return NVML_ERROR_UNKNOWN;
+        for (c = lo; c <= hi && c < bits; c++)
+            set[c / ULONG_BITS] |= 1UL << (c % ULONG_BITS);
+        v = end ? end + 1 : NULL;
+    }
+    return NVML_SUCCESS;
+}
+
+/*
+ * The CPUs near the GPU: gpu.<i>.cpu_affinity, else numa.<n>.cpus of the
+ * GPU's numa_node; neither: NOT_SUPPORTED.  One NUMA node per socket, so the
+ * socket scope gives the same set.
+ */
+static nvmlReturn_t cpu_affinity(const struct fake_device *dev, unsigned int cpuSetSize,
+                                 unsigned long *cpuSet)
+{
+    const char *v = gpu_str(dev->gpu, "cpu_affinity");
+    int node;
+    if (cpuSetSize == 0 || !cpuSet)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!v) {
+        RETURN_IF_ERROR(value_int(gpu_str(dev->gpu, "numa_node"), &node));
+        v = fx_fmt("numa.%d.cpus", node);
+        if (!v)
+            return NVML_ERROR_NOT_SUPPORTED;
+    }
+    RETURN_IF_ERROR(cpu_list_mask(v, 0, NULL));
+    return cpu_list_mask(v, cpuSetSize, cpuSet);
+}
+
+nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize,
+                                      unsigned long *cpuSet)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    return cpu_affinity(dev, cpuSetSize, cpuSet);
+}
+
+/* nvmlAffinityScope_t: 0 NUMA node, 1 socket. */
+nvmlReturn_t nvmlDeviceGetCpuAffinityWithinScope(nvmlDevice_t device, unsigned int cpuSetSize,
+                                                 unsigned long *cpuSet, unsigned int scope)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (scope > 1)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return cpu_affinity(dev, cpuSetSize, cpuSet);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Memory                                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -408,6 +491,47 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type,
 {
     DEVICE_ENTER(device, dev, GPU_ONLY);
     return clock_value(dev, type, 1, clock);
+}
+
+/*
+ * Applications clocks, for graphics (SM runs with it) and memory: what
+ * nvmlDeviceSetApplicationsClocks wrote, else the board's default
+ * (clocks.default_applications_*_mhz), else its maximum clock.  Video has no
+ * applications clock: NOT_SUPPORTED.
+ */
+static nvmlReturn_t applications_clock(const struct fake_device *dev, unsigned int type,
+                                       int default_only, unsigned int *clock)
+{
+    static const char *const set[] = {"clocks.applications_graphics_mhz",
+                                      "clocks.applications_mem_mhz"};
+    static const char *const fallback[] = {"clocks.default_applications_graphics_mhz",
+                                           "clocks.default_applications_mem_mhz"};
+    static const char *const maximum[] = {"clocks.max_graphics_mhz", "clocks.max_mem_mhz"};
+    unsigned int domain;
+    if (!clock || type >= 4)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (type == 3)
+        return NVML_ERROR_NOT_SUPPORTED;
+    domain = type == 2;
+    if (!default_only && gpu_str(dev->gpu, set[domain]))
+        return gpu_uint(dev->gpu, set[domain], clock);
+    if (gpu_str(dev->gpu, fallback[domain]))
+        return gpu_uint(dev->gpu, fallback[domain], clock);
+    return gpu_uint(dev->gpu, maximum[domain], clock);
+}
+
+nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, unsigned int clockType,
+                                            unsigned int *clockMHz)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    return applications_clock(dev, clockType, 0, clockMHz);
+}
+
+nvmlReturn_t nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device, unsigned int clockType,
+                                                   unsigned int *clockMHz)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    return applications_clock(dev, clockType, 1, clockMHz);
 }
 
 static int clock_desc(const void *a, const void *b)
@@ -796,15 +920,17 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned i
 /* Processes and topology                                                   */
 /* ------------------------------------------------------------------------ */
 
-nvmlReturn_t read_process(unsigned int gpu, unsigned int p, nvmlProcessInfo_t *info)
+/* Process p of a list (COMPUTE_PROCESS, GRAPHICS_PROCESS). */
+nvmlReturn_t read_process(unsigned int gpu, const char *kind, unsigned int p,
+                          nvmlProcessInfo_t *info)
 {
-    const char *used = sub_str(gpu, "process", p, "used_mib");
-    const char *gi = sub_str(gpu, "process", p, "gi_id");
-    const char *ci = sub_str(gpu, "process", p, "ci_id");
+    const char *used = sub_str(gpu, kind, p, "used_mib");
+    const char *gi = sub_str(gpu, kind, p, "gi_id");
+    const char *ci = sub_str(gpu, kind, p, "ci_id");
     unsigned long long mib = 0;
 
     memset(info, 0, sizeof(*info));
-    if (value_uint(sub_str(gpu, "process", p, "pid"), &info->pid) != NVML_SUCCESS)
+    if (value_uint(sub_str(gpu, kind, p, "pid"), &info->pid) != NVML_SUCCESS)
         return NVML_ERROR_UNKNOWN;
     if (used && !parse_ull(used, &mib))
         return NVML_ERROR_UNKNOWN;
@@ -818,22 +944,37 @@ nvmlReturn_t read_process(unsigned int gpu, unsigned int p, nvmlProcessInfo_t *i
     return NVML_SUCCESS;
 }
 
+/* Length of a process list: gpu.<i>.<kind>.count; absent is 0 where optional. */
+static nvmlReturn_t process_count(unsigned int gpu, const char *kind, int optional,
+                                  unsigned int *total)
+{
+    char key[48];
+    snprintf(key, sizeof(key), "%s.count", kind);
+    if (optional && !gpu_str(gpu, key)) {
+        *total = 0;
+        return NVML_SUCCESS;
+    }
+    return gpu_uint(gpu, key, total);
+}
+
 /*
  * NVML's size protocol: with *infoCount too small (the caller's first call
  * passes 0 and NULL) the needed count comes back with INSUFFICIENT_SIZE, or
  * SUCCESS when no process runs.  A MIG device handle lists the processes of
- * its own GPU and compute instance.
+ * its own GPU and compute instance.  Without process.count the compute list
+ * is NOT_SUPPORTED; without graphics_process.count no graphics process runs,
+ * as on a GPU that drives no display.
  */
-static nvmlReturn_t compute_processes(const struct fake_device *dev, unsigned int *infoCount,
-                                      nvmlProcessInfo_t *infos)
+static nvmlReturn_t running_processes(const struct fake_device *dev, const char *kind,
+                                      unsigned int *infoCount, nvmlProcessInfo_t *infos)
 {
-    nvmlProcessInfo_t found[64];
+    nvmlProcessInfo_t found[MAX_PROCESSES];
     unsigned int total, p, n = 0;
     if (!infoCount)
         return NVML_ERROR_INVALID_ARGUMENT;
-    RETURN_IF_ERROR(gpu_uint(dev->gpu, "process.count", &total));
-    for (p = 0; p < total && n < sizeof(found) / sizeof(found[0]); p++) {
-        RETURN_IF_ERROR(read_process(dev->gpu, p, &found[n]));
+    RETURN_IF_ERROR(process_count(dev->gpu, kind, strcmp(kind, COMPUTE_PROCESS) != 0, &total));
+    for (p = 0; p < total && n < MAX_PROCESSES; p++) {
+        RETURN_IF_ERROR(read_process(dev->gpu, kind, p, &found[n]));
         if (!dev->is_mig ||
             (found[n].gpuInstanceId == dev->gi && found[n].computeInstanceId == dev->ci))
             n++;
@@ -855,7 +996,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                      nvmlProcessInfo_t *infos)
 {
     DEVICE_ENTER(device, dev, MIG_OK);
-    return compute_processes(dev, infoCount, infos);
+    return running_processes(dev, COMPUTE_PROCESS, infoCount, infos);
 }
 
 /* The R450..R470 name; nvmlProcessInfo_v2_t has the same layout as _v3_t. */
@@ -864,7 +1005,115 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
                                                      nvmlProcessInfo_t *infos)
 {
     DEVICE_ENTER(device, dev, MIG_OK);
-    return compute_processes(dev, infoCount, infos);
+    return running_processes(dev, COMPUTE_PROCESS, infoCount, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                      unsigned int *infoCount,
+                                                      nvmlProcessInfo_t *infos)
+{
+    DEVICE_ENTER(device, dev, MIG_OK);
+    return running_processes(dev, GRAPHICS_PROCESS, infoCount, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                      unsigned int *infoCount,
+                                                      nvmlProcessInfo_t *infos)
+{
+    DEVICE_ENTER(device, dev, MIG_OK);
+    return running_processes(dev, GRAPHICS_PROCESS, infoCount, infos);
+}
+
+/* A per-process utilization value: absent 0, a percentage otherwise. */
+static nvmlReturn_t percent_value(const char *v, unsigned int *out)
+{
+    *out = 0;
+    if (!v)
+        return NVML_SUCCESS;
+    RETURN_IF_ERROR(value_uint(v, out));
+    return *out <= 100 ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+}
+
+/*
+ * The utilization samples newer than after: one for each process of either
+ * list that has sm_util or mem_util (the first entry of a pid that is in both
+ * lists), stamped util_timestamp_us, else the time of the call.
+ */
+static nvmlReturn_t utilization_samples(unsigned int gpu, unsigned long long after,
+                                        nvmlProcessUtilizationSample_t *out, unsigned int *n)
+{
+    static const char *const kinds[] = {COMPUTE_PROCESS, GRAPHICS_PROCESS};
+    unsigned int k, p, i, total, pid, pids[2 * MAX_PROCESSES], n_pids = 0;
+    unsigned long long stamp, now;
+    struct timespec ts;
+    const char *v;
+    int seen;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    now = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL;
+    *n = 0;
+    for (k = 0; k < 2; k++) {
+        RETURN_IF_ERROR(process_count(gpu, kinds[k], 1, &total));
+        for (p = 0; p < total && p < MAX_PROCESSES; p++) {
+            if (!sub_str(gpu, kinds[k], p, "sm_util") && !sub_str(gpu, kinds[k], p, "mem_util"))
+                continue;
+            if (value_uint(sub_str(gpu, kinds[k], p, "pid"), &pid) != NVML_SUCCESS)
+                return NVML_ERROR_UNKNOWN;
+            for (i = 0, seen = 0; i < n_pids; i++)
+                seen |= pids[i] == pid;
+            if (seen)
+                continue;
+            pids[n_pids++] = pid;
+            v = sub_str(gpu, kinds[k], p, "util_timestamp_us");
+            stamp = now;
+            if (v)
+                RETURN_IF_ERROR(value_ull(v, &stamp));
+            if (stamp <= after)
+                continue;
+            memset(&out[*n], 0, sizeof(out[*n]));
+            out[*n].pid = pid;
+            out[*n].timeStamp = stamp;
+            RETURN_IF_ERROR(percent_value(sub_str(gpu, kinds[k], p, "sm_util"), &out[*n].smUtil));
+            RETURN_IF_ERROR(percent_value(sub_str(gpu, kinds[k], p, "mem_util"), &out[*n].memUtil));
+            RETURN_IF_ERROR(percent_value(sub_str(gpu, kinds[k], p, "enc_util"), &out[*n].encUtil));
+            RETURN_IF_ERROR(percent_value(sub_str(gpu, kinds[k], p, "dec_util"), &out[*n].decUtil));
+            (*n)++;
+        }
+    }
+    return NVML_SUCCESS;
+}
+
+/*
+ * The size query (utilization NULL) returns INSUFFICIENT_SIZE and the number
+ * of samples, at least 1: an idle GPU answers it the same way.  The call with
+ * a buffer returns the samples newer than lastSeenTimeStamp, NOT_FOUND when
+ * there are none, INSUFFICIENT_SIZE (and the count) when they do not fit.
+ * MIG device handles: NOT_SUPPORTED.
+ */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                             nvmlProcessUtilizationSample_t *utilization,
+                                             unsigned int *processSamplesCount,
+                                             unsigned long long lastSeenTimeStamp)
+{
+    nvmlProcessUtilizationSample_t found[2 * MAX_PROCESSES];
+    unsigned int n;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!processSamplesCount)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    RETURN_IF_ERROR(utilization_samples(dev->gpu, lastSeenTimeStamp, found, &n));
+    if (!utilization) {
+        *processSamplesCount = n > 0 ? n : 1;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n == 0)
+        return NVML_ERROR_NOT_FOUND;
+    if (*processSamplesCount < n) {
+        *processSamplesCount = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    memcpy(utilization, found, n * sizeof(found[0]));
+    *processSamplesCount = n;
+    return NVML_SUCCESS;
 }
 
 /*

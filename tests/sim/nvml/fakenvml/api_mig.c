@@ -19,7 +19,7 @@ static nvmlReturn_t instance_busy(unsigned int gpu, unsigned int gi, unsigned in
     if (gpu_uint(gpu, "process.count", &total) != NVML_SUCCESS)
         return NVML_SUCCESS;
     for (p = 0; p < total; p++) {
-        RETURN_IF_ERROR(read_process(gpu, p, &info));
+        RETURN_IF_ERROR(read_process(gpu, COMPUTE_PROCESS, p, &info));
         if (info.gpuInstanceId == gi && (ci == ANY_CI || info.computeInstanceId == ci))
             *busy = 1;
     }

@@ -1,6 +1,6 @@
 /*
- * Fake NVML, setters (persistence, compute mode, power limit, clocks, ECC,
- * MIG mode). See fakenvml.h.
+ * Fake NVML, setters (persistence, compute mode, power limit, locked and
+ * applications clocks, ECC, MIG mode). See fakenvml.h.
  */
 #include "fakenvml.h"
 
@@ -108,4 +108,62 @@ nvmlReturn_t nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device)
     if (!gpu_str(dev->gpu, "clocks.supported_graphics_mhz"))
         RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_graphics_mhz", &top));
     return commit_gpu(dev->gpu, "clocks.locked_min_mhz", NULL, "clocks.locked_max_mhz", NULL);
+}
+
+/*
+ * One clock of an applications clocks pair, checked as
+ * nvmlDeviceSetGpuLockedClocks checks graphics clocks: one of the board's
+ * supported clocks (supported_key) when it lists them, else at most its
+ * maximum (max_key).  Neither key: NOT_SUPPORTED; *ok 0 for a clock NVML
+ * refuses.
+ */
+static nvmlReturn_t applications_clock_ok(unsigned int gpu, const char *supported_key, int ranges,
+                                          const char *max_key, unsigned int clock, int *ok)
+{
+    unsigned int list[MAX_SUPPORTED_CLOCKS], n, top;
+    if (gpu_str(gpu, supported_key)) {
+        RETURN_IF_ERROR(supported_clocks(gpu, supported_key, ranges, list, &n));
+        *ok = clock_listed(clock, list, n);
+    } else {
+        RETURN_IF_ERROR(gpu_uint(gpu, max_key, &top));
+        *ok = clock > 0 && clock <= top;
+    }
+    return NVML_SUCCESS;
+}
+
+/*
+ * A memory and graphics clock pair the board supports (both clocks checked
+ * by applications_clock_ok), written to clocks.applications_graphics_mhz
+ * and clocks.applications_mem_mhz.
+ */
+nvmlReturn_t nvmlDeviceSetApplicationsClocks(nvmlDevice_t device, unsigned int memClockMHz,
+                                             unsigned int graphicsClockMHz)
+{
+    char mem[16], graphics[16];
+    int mem_ok, graphics_ok;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    RETURN_IF_ERROR(applications_clock_ok(dev->gpu, "clocks.supported_mem_mhz", 0,
+                                          "clocks.max_mem_mhz", memClockMHz, &mem_ok));
+    RETURN_IF_ERROR(applications_clock_ok(dev->gpu, "clocks.supported_graphics_mhz", 1,
+                                          "clocks.max_graphics_mhz", graphicsClockMHz,
+                                          &graphics_ok));
+    if (!mem_ok || !graphics_ok)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(mem, sizeof(mem), "%u", memClockMHz);
+    snprintf(graphics, sizeof(graphics), "%u", graphicsClockMHz);
+    return commit_gpu(dev->gpu, "clocks.applications_graphics_mhz", graphics,
+                      "clocks.applications_mem_mhz", mem);
+}
+
+/* Back to the default applications clocks: removes both keys of that GPU. */
+nvmlReturn_t nvmlDeviceResetApplicationsClocks(nvmlDevice_t device)
+{
+    int ok;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    RETURN_IF_ERROR(applications_clock_ok(dev->gpu, "clocks.supported_mem_mhz", 0,
+                                          "clocks.max_mem_mhz", 0, &ok));
+    RETURN_IF_ERROR(applications_clock_ok(dev->gpu, "clocks.supported_graphics_mhz", 1,
+                                          "clocks.max_graphics_mhz", 0, &ok));
+    return commit_gpu(dev->gpu, "clocks.applications_graphics_mhz", NULL,
+                      "clocks.applications_mem_mhz", NULL);
 }

@@ -174,23 +174,28 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
 /* The name of a process listed on any GPU; NVML truncates to length. */
 nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
-    unsigned int g, p, count, proc_pid;
+    static const char *const kinds[] = {COMPUTE_PROCESS, GRAPHICS_PROCESS};
+    unsigned int g, k, p, count, proc_pid;
     const char *proc_name;
+    char key[48];
     API_ENTER();
     if (!name || length == 0)
         return NVML_ERROR_INVALID_ARGUMENT;
     for (g = 0; g < gpu_count; g++) {
-        if (gpu_uint(g, "process.count", &count) != NVML_SUCCESS)
-            continue;
-        for (p = 0; p < count; p++) {
-            if (value_uint(sub_str(g, "process", p, "pid"), &proc_pid) != NVML_SUCCESS ||
-                proc_pid != pid)
+        for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+            snprintf(key, sizeof(key), "%s.count", kinds[k]);
+            if (gpu_uint(g, key, &count) != NVML_SUCCESS)
                 continue;
-            proc_name = sub_str(g, "process", p, "name");
-            if (!proc_name)
-                return NVML_ERROR_NOT_FOUND;
-            snprintf(name, length, "%s", proc_name);
-            return NVML_SUCCESS;
+            for (p = 0; p < count; p++) {
+                if (value_uint(sub_str(g, kinds[k], p, "pid"), &proc_pid) != NVML_SUCCESS ||
+                    proc_pid != pid)
+                    continue;
+                proc_name = sub_str(g, kinds[k], p, "name");
+                if (!proc_name)
+                    return NVML_ERROR_NOT_FOUND;
+                snprintf(name, length, "%s", proc_name);
+                return NVML_SUCCESS;
+            }
         }
     }
     return NVML_ERROR_NOT_FOUND;

@@ -60,6 +60,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_FIXTURE "/etc/accelops-sim/nvml.conf"
@@ -178,6 +179,16 @@ typedef struct {
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* One sample of nvmlDeviceGetProcessUtilization; times in microseconds. */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp; /* CPU time of the sample */
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 
 #define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
@@ -294,6 +305,8 @@ STATIC_ASSERT(memory_v2_version, sizeof(nvmlMemory_v2_t) == 40);
 STATIC_ASSERT(pci_info_size, sizeof(nvmlPciInfo_t) == 68);
 
 STATIC_ASSERT(process_info_size, sizeof(nvmlProcessInfo_t) == 24);
+
+STATIC_ASSERT(process_utilization_sample_size, sizeof(nvmlProcessUtilizationSample_t) == 32);
 
 STATIC_ASSERT(gi_profile_info_size, sizeof(nvmlGpuInstanceProfileInfo_t) == 48);
 
@@ -439,6 +452,15 @@ struct fx_edit {
  */
 #define MAX_SUPPORTED_CLOCKS 1024
 
+/*
+ * Running processes: gpu.<i>.process.<p>.* (compute) and
+ * gpu.<i>.graphics_process.<p>.* (graphics), each list counted by
+ * gpu.<i>.<kind>.count.  At most MAX_PROCESSES of each are listed.
+ */
+#define COMPUTE_PROCESS "process"
+#define GRAPHICS_PROCESS "graphics_process"
+#define MAX_PROCESSES 64
+
 /* fixture.c */
 extern const struct nvml_error error_table[];
 extern const size_t error_table_count;
@@ -515,6 +537,7 @@ const char *nvmlErrorString(nvmlReturn_t result);
 nvmlReturn_t supported_clocks(unsigned int gpu, const char *key, int ranges,
                               unsigned int *out, unsigned int *n);
 int clock_listed(unsigned int clock, const unsigned int *list, unsigned int n);
-nvmlReturn_t read_process(unsigned int gpu, unsigned int p, nvmlProcessInfo_t *info);
+nvmlReturn_t read_process(unsigned int gpu, const char *kind, unsigned int p,
+                          nvmlProcessInfo_t *info);
 
 #endif /* FAKENVML_H */
