@@ -7,25 +7,33 @@ Run it on a node with a real NVIDIA GPU and driver, with nvidia-ml-py importable
 It asks NVML, through the same pynvml calls the collection's modules make, for everything the fake
 libnvidia-ml.so.1 reads, and writes it in the fixture's key=value format, one key per GPU (no gpu.* defaults). A
 query NVML does not support leaves its key out (the fake then answers NOT_SUPPORTED, as the real library did); any
-other error is left out too and named in a comment. Not captured: MIG instances and the MIG profile table (the fake
-has its own tables, gpu.N.mig.profiles) and the processes' MIG placement. The same script run against the fake
-library writes a fixture that gives the same facts as the one it read (tests/sim/nvml/test_nvml_capture.py).
+other error is left out too and named in a comment. The CPUs of each NUMA node come from the machine's sysfs
+(/sys/devices/system/node/node<n>/cpulist); a GPU whose CPU affinity in NVML is not its NUMA node's CPUs (no node
+known, or a different set) gets its own gpu.N.cpu_affinity. Not captured: MIG instances and the MIG profile table
+(the fake has its own tables, gpu.N.mig.profiles) and the processes' MIG placement. The same script run against the
+fake library writes a fixture that gives the same facts as the one it read (tests/sim/nvml/test_nvml_capture.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
+import re
 import sys
 
 NVLINK_MAX_LINKS = 18
 MIB = 1024 * 1024
+NODE_ROOT = "/sys/devices/system/node"
+CPU_SET_WORDS = 512  # what slurmd passes nvmlDeviceGetCpuAffinity: CPUs 0-32767
+WORD_BITS = 64  # bits in each word of an NVML cpuSet (an unsigned long on 64-bit Linux)
 
 
 class Capture:
     def __init__(self, pynvml):
         self.nvml = pynvml
         self.lines, self.notes = [], []
+        self.node_cpus = {}  # NUMA node -> set of CPUs, from sysfs
 
     def put(self, key, value):
         self.lines.append("%s=%s" % (key, value))
@@ -58,6 +66,66 @@ def text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def parse_cpu_list(value):
+    """The CPUs of a Linux CPU list ("0-55,112-167"; empty: none) as a set; ValueError if it does not parse."""
+    cpus = set()
+    for part in value.strip().split(","):
+        if part:
+            first, dash, last = part.partition("-")
+            cpus.update(range(int(first), int(last if dash else first) + 1))
+    return cpus
+
+
+def cpu_list(cpus):
+    """A set of CPUs as a Linux CPU list, neighbours joined into ranges: {0, 1, 2, 5} -> "0-2,5"."""
+    ranges = []
+    for cpu in sorted(cpus):
+        if ranges and ranges[-1][1] == cpu - 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(str(first) if first == last else "%d-%d" % (first, last) for first, last in ranges)
+
+
+def capture_numa_nodes(cap, root):
+    """numa.<n>.cpus for each NUMA node with CPUs (a memory-only node has an empty cpulist); none without NUMA."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    for name in names:
+        match = re.fullmatch(r"node(\d+)", name)
+        if not match:
+            continue
+        path = os.path.join(root, name, "cpulist")
+        try:
+            with open(path) as stream:
+                cpus = parse_cpu_list(stream.read())
+        except (OSError, ValueError) as error:
+            cap.notes.append("# numa.%s.cpus: reading %s failed: %s" % (match.group(1), path, error))
+            continue
+        if cpus:
+            cap.node_cpus[int(match.group(1))] = cpus
+    if cap.node_cpus:
+        cap.lines.append("")
+        cap.lines.append("# CPUs of each NUMA node (%s/node<n>/cpulist)" % root)
+        for node, cpus in sorted(cap.node_cpus.items()):
+            cap.put("numa.%d.cpus" % node, cpu_list(cpus))
+
+
+def capture_cpu_affinity(cap, g, handle, node):
+    """gpu.N.cpu_affinity where NVML's answer is not what numa.<numa_node>.cpus gives the fake."""
+    words = cap.ask(g + "cpu_affinity", "nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
+    if words is None:
+        return
+    cpus = {index * WORD_BITS + bit for index, word in enumerate(words) if word
+            for bit in range(WORD_BITS) if word >> bit & 1}
+    if not cpus:  # a fixture cannot list no CPUs: the fake would answer from the NUMA node
+        cap.notes.append("# %scpu_affinity: nvmlDeviceGetCpuAffinity answered no CPU" % g)
+    elif cpus != cap.node_cpus.get(node):
+        cap.put(g + "cpu_affinity", cpu_list(cpus))
+
+
 def capture_gpu(cap, index, handle):
     nvml, g = cap.nvml, "gpu.%d." % index
     cap.field(g + "name", "nvmlDeviceGetName", handle, convert=text)
@@ -73,7 +141,8 @@ def capture_gpu(cap, index, handle):
                parts={g + "pci.bus_id": lambda pci: text(pci.busId),
                       g + "pci.device_id": lambda pci: "0x%08X" % pci.pciDeviceId,
                       g + "pci.subsystem_id": lambda pci: "0x%08X" % pci.pciSubSystemId})
-    cap.field(g + "numa_node", "nvmlDeviceGetNumaNodeId", handle)
+    node = cap.field(g + "numa_node", "nvmlDeviceGetNumaNodeId", handle)
+    capture_cpu_affinity(cap, g, handle, node)
 
     cap.fields(g + "memory", "nvmlDeviceGetMemoryInfo", handle,
                parts={g + "memory.total_mib": lambda memory: memory.total // MIB,
@@ -125,6 +194,13 @@ def capture_gpu(cap, index, handle):
                            max(memory_clocks))
         if graphics:
             cap.put(g + "clocks.supported_graphics_mhz", ",".join(str(c) for c in graphics))
+    for clock, name in ((nvml.NVML_CLOCK_GRAPHICS, "graphics"), (nvml.NVML_CLOCK_MEM, "mem")):
+        default = cap.field("%sclocks.default_applications_%s_mhz" % (g, name),
+                            "nvmlDeviceGetDefaultApplicationsClock", handle, clock)
+        # the clock now in use only where someone set another one: the fake answers the default without it
+        current = cap.ask("%sclocks.applications_%s_mhz" % (g, name), "nvmlDeviceGetApplicationsClock", handle, clock)
+        if current is not None and current != default:
+            cap.put("%sclocks.applications_%s_mhz" % (g, name), current)
 
     for name, call in (("gen_current", "nvmlDeviceGetCurrPcieLinkGeneration"),
                        ("gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"),
@@ -185,8 +261,8 @@ def capture_processes(cap, g, handle):
             cap.put(n + "used_mib", used // MIB)
 
 
-def capture(pynvml, name="", now=None):
-    """The fixture text for what NVML reports now."""
+def capture(pynvml, name="", now=None, node_root=NODE_ROOT):
+    """The fixture text for what NVML reports now; the NUMA nodes' CPUs from node_root (sysfs)."""
     cap = Capture(pynvml)
     pynvml.nvmlInit()
     try:
@@ -195,6 +271,7 @@ def capture(pynvml, name="", now=None):
         cap.field("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")
         count = pynvml.nvmlDeviceGetCount()
         cap.put("gpu_count", count)
+        capture_numa_nodes(cap, node_root)
         handles = []
         for index in range(count):
             try:

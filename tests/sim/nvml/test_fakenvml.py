@@ -19,6 +19,7 @@ LIB_PATH = BUILD_DIR / "libnvidia-ml.so.1"
 
 ALL_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.conf"))
 MIB = 1024 * 1024
+CPU_SET_SIZE = 512  # unsigned longs slurmd passes nvmlDeviceGetCpuAffinity (gpu_nvml.c: MAX_CPUS 0x8000 / 64)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +115,9 @@ def test_fixture_initialises_and_identifies_its_gpus(nvml, name):
         assert pynvml.nvmlDeviceGetName(h).startswith(("NVIDIA ", "Tesla "))
         assert pynvml.nvmlDeviceGetIndex(pynvml.nvmlDeviceGetHandleByUUID(uuid)) == i
         assert pynvml.nvmlDeviceGetIndex(pynvml.nvmlDeviceGetHandleByPciBusId(bus_id)) == i
+        # slurmd (gres.conf AutoDetect=nvml) stops with a fatal error on a GPU whose CPU affinity is empty;
+        # it skips a lost GPU before asking, its minor number being unreadable
+        assert any(pynvml.nvmlDeviceGetCpuAffinity(h, CPU_SET_SIZE)), "GPU %d has no CPU affinity" % i
         uuids.add(uuid)
         buses.add(bus_id)
     assert len(uuids) == len(buses) == count - (1 if name == "gpu-lost.conf" else 0)
@@ -558,6 +562,10 @@ SETTERS = [
                  lambda h: None, None,
                  {"gpu.1.clocks.locked_min_mhz": "1200", "gpu.1.clocks.locked_max_mhz": "1755"},
                  id="locked-clocks"),
+    pytest.param(lambda h: pynvml.nvmlDeviceSetMemoryLockedClocks(h, 2619, 2619),
+                 lambda h: None, None,
+                 {"gpu.1.clocks.locked_mem_min_mhz": "2619", "gpu.1.clocks.locked_mem_max_mhz": "2619"},
+                 id="locked-memory-clocks"),
 ]
 
 

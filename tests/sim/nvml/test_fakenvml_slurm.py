@@ -1,6 +1,7 @@
 """The entry points Slurm's gpu/nvml plugin (src/plugins/gpu/nvml/gpu_nvml.c) calls beyond inventory, in the fake
 libnvidia-ml.so.1, driven through the real pynvml (nvidia-ml-py): CPU affinity (gres.conf AutoDetect=nvml), graphics
-processes and per-process utilization (job accounting), applications clocks (--gpu-freq).
+processes and per-process utilization (job accounting), locked memory and graphics clocks (--gpu-freq on a Slurm
+built with HAVE_NVML_MEMORY_CLOCK) and applications clocks (--gpu-freq without it).
 """
 
 import ctypes
@@ -134,7 +135,7 @@ def test_cpu_affinity_scope_out_of_range_is_invalid(nvml):
 @pytest.mark.parametrize(
     ("name", "extra"),
     [
-        pytest.param("busy.conf", (), id="numa-node-without-cpus"),
+        pytest.param("busy.conf", ("gpu.0.numa_node=1",), id="numa-node-without-cpus"),
         pytest.param(None, ("gpu_count=1", "numa.0.cpus=0-7"), id="no-numa-node"),
         pytest.param("dgx-h100.conf", ("gpu.0.numa_node=-1",), id="numa-node-unknown"),
     ],
@@ -389,10 +390,14 @@ def test_applications_clocks_absent_are_not_supported(nvml):
 
 @pytest.mark.parametrize(
     "call",
-    [lambda h: pynvml.nvmlDeviceSetApplicationsClocks(h, 2619, 1410), pynvml.nvmlDeviceResetApplicationsClocks],
-    ids=["set", "reset"],
+    [
+        pytest.param(lambda h: pynvml.nvmlDeviceSetApplicationsClocks(h, 2619, 1410), id="set-applications"),
+        pytest.param(pynvml.nvmlDeviceResetApplicationsClocks, id="reset-applications"),
+        pytest.param(lambda h: pynvml.nvmlDeviceSetMemoryLockedClocks(h, 2619, 2619), id="lock-memory"),
+        pytest.param(pynvml.nvmlDeviceResetMemoryLockedClocks, id="unlock-memory"),
+    ],
 )
-def test_applications_clocks_setters_error(nvml, call):
+def test_clock_setters_error(nvml, call):
     path = nvml("dgx-h100.conf", "setters_error=NO_PERMISSION")
     before = snapshot(path)
     with pytest.raises(pynvml.NVMLError_NoPermission):
@@ -413,10 +418,134 @@ def test_gpu_freq_the_way_slurmd_sets_it(nvml):
     assert app_clocks(h) == [2520, 2520, 9001]
 
 
+# --------------------------------------------------------------------------- locked memory clocks
+
+
+GDDR_MEMORY_CLOCKS = "gpu.*.clocks.supported_mem_mhz=9001,5001,810,405"  # as a GDDR6 board lists them
+LOCKED_KEYS = ("locked_min_mhz", "locked_max_mhz", "locked_mem_min_mhz", "locked_mem_max_mhz")
+
+
+def locked_clocks(path, gpu):
+    """The GPU's locked clocks in the fixture, as ints: graphics min and max, memory min and max (None: unset)."""
+    values = dict(line.split("=", 1) for line in path.read_text().splitlines()
+                  if "=" in line and not line.startswith("#"))
+    return tuple(int(v) if v else None for v in (values.get("gpu.%d.clocks.%s" % (gpu, k)) for k in LOCKED_KEYS))
+
+
+def test_lock_and_unlock_memory_clocks(nvml):
+    path = nvml("pcie-l40s.conf", GDDR_MEMORY_CLOCKS)
+    original = path.read_text()
+    mode = os.stat(path).st_mode
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(1), 810, 9001)
+    assert locked_clocks(path, 1) == (None, None, 810, 9001)
+    assert locked_clocks(path, 0) == (None, None, None, None)
+    assert path.read_text().splitlines()[-2:] == [
+        "gpu.1.clocks.locked_mem_min_mhz=810", "gpu.1.clocks.locked_mem_max_mhz=9001"]
+    assert os.stat(path).st_mode == mode
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(1), 405, 405)
+    assert path.read_text().count("locked_mem_min_mhz") == 1
+    assert locked_clocks(path, 1) == (None, None, 405, 405)
+    pynvml.nvmlDeviceResetMemoryLockedClocks(handle(1))
+    assert path.read_text() == original
+    pynvml.nvmlDeviceResetMemoryLockedClocks(handle(1))  # nothing locked: still SUCCESS, nothing written
+    assert path.read_text() == original
+
+
+def test_memory_and_graphics_locks_are_separate(nvml):
+    path = nvml("dgx-h100.conf")
+    original = path.read_text()
+    pynvml.nvmlDeviceSetGpuLockedClocks(handle(4), 1410, 1410)
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(4), 2619, 2619)
+    assert locked_clocks(path, 4) == (1410, 1410, 2619, 2619)
+    pynvml.nvmlDeviceResetMemoryLockedClocks(handle(4))
+    assert locked_clocks(path, 4) == (1410, 1410, None, None)
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(4), 2619, 2619)
+    pynvml.nvmlDeviceResetGpuLockedClocks(handle(4))
+    assert locked_clocks(path, 4) == (None, None, 2619, 2619)
+    pynvml.nvmlDeviceResetMemoryLockedClocks(handle(4))
+    assert path.read_text() == original
+
+
+MEMORY_LOCK_REJECTED = [
+    # fixture, extra lines, a pair locked first (min, max), the pair refused
+    pytest.param("dgx-h100.conf", (), (2619, 2619), (2619, 2620), id="max-not-listed"),
+    pytest.param("dgx-h100.conf", (), (2619, 2619), (1593, 2619), id="min-not-listed"),
+    pytest.param("dgx-h100.conf", (), (2619, 2619), (0, 2619), id="min-zero"),
+    pytest.param("pcie-l40s.conf", (GDDR_MEMORY_CLOCKS,), (405, 9001), (9001, 405), id="min-above-max"),
+    pytest.param("pcie-l40s.conf", (GDDR_MEMORY_CLOCKS,), (405, 9001), (405, 5000), id="max-off-list"),
+    pytest.param("old-driver.conf", (), (810, 877), (810, 878), id="no-list-above-max-mem"),
+    pytest.param("old-driver.conf", (), (810, 877), (877, 810), id="no-list-min-above-max"),
+]
+
+
+@pytest.mark.parametrize(("name", "extra", "accepted", "refused"), MEMORY_LOCK_REJECTED)
+def test_unsupported_memory_locks_are_refused_and_change_nothing(nvml, name, extra, accepted, refused):
+    path = nvml(name, *extra)
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(1), *accepted)
+    before = snapshot(path)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlDeviceSetMemoryLockedClocks(handle(1), *refused)
+    assert snapshot(path) == before
+    assert locked_clocks(path, 1)[2:] == accepted
+
+
+def test_memory_locks_without_a_list_only_need_max_mem(nvml):
+    path = nvml("old-driver.conf")  # V100, R470: clocks.max_mem_mhz=877, no supported clocks
+    with pytest.raises(pynvml.NVMLError_NotSupported):
+        pynvml.nvmlDeviceGetSupportedMemoryClocks(handle(6))
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(6), 0, 877)
+    assert locked_clocks(path, 6) == (None, None, 0, 877)
+
+
+def test_memory_locks_with_only_a_list(nvml):
+    path = nvml(None, "gpu_count=1", "gpu.0.clocks.supported_mem_mhz=5001,9001")
+    original = path.read_text()
+    pynvml.nvmlDeviceSetMemoryLockedClocks(handle(0), 5001, 9001)
+    assert locked_clocks(path, 0) == (None, None, 5001, 9001)
+    pynvml.nvmlDeviceResetMemoryLockedClocks(handle(0))
+    assert path.read_text() == original
+
+
+def test_memory_locks_absent_are_not_supported(nvml):
+    path = nvml(None, "gpu_count=1", "gpu.0.name=Bare GPU", "gpu.0.clocks.max_graphics_mhz=1980")
+    before = snapshot(path)
+    for call in (lambda h: pynvml.nvmlDeviceSetMemoryLockedClocks(h, 2619, 2619),
+                 pynvml.nvmlDeviceResetMemoryLockedClocks):
+        with pytest.raises(pynvml.NVMLError_NotSupported):
+            call(handle(0))
+    assert snapshot(path) == before
+
+
+@pytest.mark.parametrize("value", ["fast", "2619,,1593", "1593-2619/1026"])
+def test_malformed_supported_memory_clocks_are_unknown(nvml, value):
+    path = nvml("dgx-h100.conf", "gpu.0.clocks.supported_mem_mhz=" + value)
+    before = snapshot(path)
+    with pytest.raises(pynvml.NVMLError_Unknown):
+        pynvml.nvmlDeviceSetMemoryLockedClocks(handle(0), 2619, 2619)
+    assert snapshot(path) == before
+
+
+def test_gpu_freq_the_way_slurmd_locks_clocks(nvml):
+    """gpu_nvml.c with nvmlDeviceSetMemoryLockedClocks (HAVE_NVML_MEMORY_CLOCK): --gpu-freq=memory=5500,1700 takes
+    the nearest supported clocks, locks each at that one clock, and unlocks both when the step ends."""
+    path = nvml("pcie-l40s.conf", GDDR_MEMORY_CLOCKS)
+    original = path.read_text()
+    h = handle(0)
+    memory = min(pynvml.nvmlDeviceGetSupportedMemoryClocks(h), key=lambda clock: abs(clock - 5500))
+    graphics = min(pynvml.nvmlDeviceGetSupportedGraphicsClocks(h, memory), key=lambda clock: abs(clock - 1700))
+    pynvml.nvmlDeviceSetMemoryLockedClocks(h, memory, memory)
+    pynvml.nvmlDeviceSetGpuLockedClocks(h, graphics, graphics)
+    assert locked_clocks(path, 0) == (1695, 1695, 5001, 5001)
+    pynvml.nvmlDeviceResetMemoryLockedClocks(h)
+    pynvml.nvmlDeviceResetGpuLockedClocks(h)
+    assert path.read_text() == original
+
+
 # --------------------------------------------------------------------------- the checks every entry point makes
 
 
-SETTERS = {"nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks"}
+SETTERS = {"nvmlDeviceSetApplicationsClocks", "nvmlDeviceResetApplicationsClocks", "nvmlDeviceSetMemoryLockedClocks",
+           "nvmlDeviceResetMemoryLockedClocks"}
 NEW_ENTRY_POINTS = {
     "nvmlDeviceGetCpuAffinity": lambda h: pynvml.nvmlDeviceGetCpuAffinity(h, 4),
     "nvmlDeviceGetCpuAffinityWithinScope": lambda h: pynvml.nvmlDeviceGetCpuAffinityWithinScope(h, 4, 0),
@@ -427,13 +556,15 @@ NEW_ENTRY_POINTS = {
     "nvmlDeviceGetDefaultApplicationsClock": lambda h: pynvml.nvmlDeviceGetDefaultApplicationsClock(h, MEM),
     "nvmlDeviceSetApplicationsClocks": lambda h: pynvml.nvmlDeviceSetApplicationsClocks(h, 2619, 1410),
     "nvmlDeviceResetApplicationsClocks": pynvml.nvmlDeviceResetApplicationsClocks,
+    "nvmlDeviceSetMemoryLockedClocks": lambda h: pynvml.nvmlDeviceSetMemoryLockedClocks(h, 2619, 2619),
+    "nvmlDeviceResetMemoryLockedClocks": pynvml.nvmlDeviceResetMemoryLockedClocks,
 }
 ENTRY_POINT_NAMES = sorted(NEW_ENTRY_POINTS)
 
 
 @pytest.mark.parametrize("symbol", ENTRY_POINT_NAMES)
 def test_lost_gpu(nvml, symbol):
-    path = nvml("gpu-lost.conf", "numa.1.cpus=32-63", "gpu.*.clocks.supported_mem_mhz=2619",
+    path = nvml("gpu-lost.conf", "gpu.*.clocks.supported_mem_mhz=2619",
                 "gpu.*.clocks.supported_graphics_mhz=345-1980/15")
     before = snapshot(path)
     with pytest.raises(pynvml.NVMLError_GpuIsLost):
@@ -471,14 +602,14 @@ def test_uninitialized(nvml, symbol):
 
 @pytest.mark.parametrize("symbol", [s for s in ENTRY_POINT_NAMES if "Graphics" not in s])
 def test_mig_device_handle_is_not_supported(nvml, symbol):
-    nvml("dgx-a100-mig.conf", "numa.0.cpus=0-63")
+    nvml("dgx-a100-mig.conf")
     mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle(0), 0)
     with pytest.raises(pynvml.NVMLError_NotSupported):
         NEW_ENTRY_POINTS[symbol](mig)
 
 
 def test_getters_never_modify_the_fixture(nvml):
-    path = nvml("busy.conf", *DISPLAY, *BUSY_SAMPLES, "numa.0.cpus=0-15")
+    path = nvml("busy.conf", *DISPLAY, *BUSY_SAMPLES)
     before = snapshot(path)
     for i in range(2):
         for symbol in sorted(set(ENTRY_POINT_NAMES) - SETTERS):

@@ -1,6 +1,6 @@
 /*
- * Fake NVML, setters (persistence, compute mode, power limit, locked and
- * applications clocks, ECC, MIG mode). See fakenvml.h.
+ * Fake NVML, setters (persistence, compute mode, power limit, locked graphics
+ * and memory clocks, applications clocks, ECC, MIG mode). See fakenvml.h.
  */
 #include "fakenvml.h"
 
@@ -108,6 +108,43 @@ nvmlReturn_t nvmlDeviceResetGpuLockedClocks(nvmlDevice_t device)
     if (!gpu_str(dev->gpu, "clocks.supported_graphics_mhz"))
         RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_graphics_mhz", &top));
     return commit_gpu(dev->gpu, "clocks.locked_min_mhz", NULL, "clocks.locked_max_mhz", NULL);
+}
+
+/*
+ * Locking the memory clock follows nvmlDeviceSetGpuLockedClocks: min <= max,
+ * each one of the supported memory clocks when the board lists them
+ * (clocks.supported_mem_mhz), else max at most clocks.max_mem_mhz.
+ */
+nvmlReturn_t nvmlDeviceSetMemoryLockedClocks(nvmlDevice_t device, unsigned int minMemClockMHz,
+                                             unsigned int maxMemClockMHz)
+{
+    char lo[16], hi[16];
+    unsigned int top, memory[MAX_SUPPORTED_CLOCKS], n;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (gpu_str(dev->gpu, "clocks.supported_mem_mhz")) {
+        RETURN_IF_ERROR(supported_clocks(dev->gpu, "clocks.supported_mem_mhz", 0, memory, &n));
+        if (minMemClockMHz > maxMemClockMHz || !clock_listed(minMemClockMHz, memory, n) ||
+            !clock_listed(maxMemClockMHz, memory, n))
+            return NVML_ERROR_INVALID_ARGUMENT;
+    } else {
+        RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_mem_mhz", &top));
+        if (minMemClockMHz > maxMemClockMHz || maxMemClockMHz > top)
+            return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    snprintf(lo, sizeof(lo), "%u", minMemClockMHz);
+    snprintf(hi, sizeof(hi), "%u", maxMemClockMHz);
+    return commit_gpu(dev->gpu, "clocks.locked_mem_min_mhz", lo, "clocks.locked_mem_max_mhz", hi);
+}
+
+/* Unlocking removes both locked memory clock keys of that GPU. */
+nvmlReturn_t nvmlDeviceResetMemoryLockedClocks(nvmlDevice_t device)
+{
+    unsigned int top;
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!gpu_str(dev->gpu, "clocks.supported_mem_mhz"))
+        RETURN_IF_ERROR(gpu_uint(dev->gpu, "clocks.max_mem_mhz", &top));
+    return commit_gpu(dev->gpu, "clocks.locked_mem_min_mhz", NULL, "clocks.locked_mem_max_mhz",
+                      NULL);
 }
 
 /*
