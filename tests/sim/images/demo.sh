@@ -46,6 +46,8 @@ all:
     nvml_python_index_url: ""
     nvml_python_find_links: ["$mirror/wheels/"]
     accelops_gpu_sysfs_root: /etc/accelops-sim/sys
+    # dkms and the kernels' headers from the mirror's stand-in of Debian's archive.
+    accelops_sim_mirror: $mirror
     # NVIDIA's repository layout from the local mirror, signed with its throw-away key.
     cuda_repo_base_url: $mirror/cuda/repos
     cuda_repo_key_fingerprint: $key

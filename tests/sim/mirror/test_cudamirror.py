@@ -351,6 +351,11 @@ class AptRoot:
         return dict(re.findall(r"^Inst (\S+) \((\S+) ", result.stdout, re.MULTILINE))
 
 
+def driver_versions(plan):
+    """The versions an apt plan takes from NVIDIA's repository (dkms comes from the distribution's archive)."""
+    return {version for name, version in plan.items() if name != "dkms"}
+
+
 def pin_of(mirror, distro, pinning_package, version):
     """The preferences file that a pinning package installs."""
     deb = deb_path(mirror, distro, pinning_package, version)
@@ -360,7 +365,11 @@ def pin_of(mirror, distro, pinning_package, version):
 @pytest.fixture(scope="module")
 def debian12_apt(mirror, tmp_path_factory):
     """apt reading the debian12 repository through a file: URI, updated once."""
-    source = "deb [signed-by=%s] file:%s/ /" % (mirror / "cuda-archive-keyring.gpg", repo(mirror, "debian12"))
+    # NVIDIA's repository and the stand-in of Debian's archive, which has dkms and the kernels' headers.
+    keyring = mirror / "cuda-archive-keyring.gpg"
+    lines = ["deb [signed-by=%s] file:%s/ /" % (keyring, repo(mirror, name))
+             for name in ("debian12", "debian12-archive")]
+    source = "\n".join(lines)
     apt = AptRoot(tmp_path_factory.mktemp("apt-debian12"), source)
     apt.update()
     return apt
@@ -376,7 +385,7 @@ def test_branch_pin_makes_cuda_drivers_550_install_the_newest_550(mirror, apt):
     apt.pin(pin_of(mirror, "debian12", "nvidia-driver-pinning-550", "550-1"))
     plan = apt.simulate("cuda-drivers-550", "nvidia-fabricmanager-550")
     assert DEBIAN_DRIVER_SET <= set(plan)
-    assert set(plan.values()) == {DEBIAN_NEWEST_550}
+    assert driver_versions(plan) == {DEBIAN_NEWEST_550}
     assert plan["nvidia-fabricmanager-550"] == plan["nvidia-driver"]
 
 
@@ -384,7 +393,7 @@ def test_release_pin_holds_an_older_release(mirror, apt):
     apt.pin(pin_of(mirror, "debian12", "nvidia-driver-pinning-550.54.15", "550.54.15-1"))
     plan = apt.simulate("cuda-drivers", "nvidia-fabricmanager-550")
     assert {"cuda-drivers", "cuda-drivers-550", *DEBIAN_DRIVER_SET} <= set(plan)
-    assert set(plan.values()) == {DEBIAN_OLDEST_550}
+    assert driver_versions(plan) == {DEBIAN_OLDEST_550}
 
 
 def test_branch_meta_without_pin_pulls_the_newest_driver_of_any_branch(apt):
@@ -408,7 +417,35 @@ def test_nvidia_open_installs_the_open_kernel_module(mirror, apt):
     plan = apt.simulate("nvidia-open", "nvidia-fabricmanager")
     assert {"nvidia-kernel-open-dkms", "firmware-nvidia-gsp", "nvidia-driver", "libnvidia-ml1"} <= set(plan)
     assert "nvidia-kernel-dkms" not in plan
-    assert set(plan.values()) == {DEBIAN_590}
+    assert driver_versions(plan) == {DEBIAN_590}
+
+
+def test_dkms_sources_pull_dkms_from_the_archive(mirror, apt):
+    apt.pin(pin_of(mirror, "debian12", "nvidia-driver-pinning-550", "550-1"))
+    plan = apt.simulate("nvidia-open")
+    assert plan["dkms"] == "3.0.10-8+deb12u1"
+    assert plan["nvidia-kernel-open-dkms"] == DEBIAN_NEWEST_550
+
+
+def test_archive_has_headers_for_all_kernels_but_the_newest(apt):
+    plan = apt.simulate("linux-image-6.1.0-902-amd64", "linux-headers-6.1.0-901-amd64", "linux-headers-6.1.0-902-amd64")
+    assert plan["linux-headers-6.1.0-902-amd64"] == "6.1.902-1"
+    assert apt.simulate("linux-image-6.1.0-903-amd64")
+    result = apt.run("install", "--simulate", "linux-headers-6.1.0-903-amd64")
+    assert result.returncode != 0
+
+
+@pytest.mark.parametrize("module, kind", [("nvidia-current-open", "nvidia-kernel-open-dkms"),
+                                          ("nvidia-current", "nvidia-kernel-dkms")])
+def test_dkms_source_registers_and_builds_like_dh_dkms(mirror, tmp_path, module, kind):
+    deb = deb_path(mirror, "debian12", kind, DEBIAN_OLDEST_550)
+    subprocess.run(["dpkg-deb", "-e", str(deb), str(tmp_path)], check=True)
+    postinst = (tmp_path / "postinst").read_text(encoding="utf-8")
+    assert "dkms add -m %s -v 550.54.15" % module in postinst
+    assert 'dkms install -m %s -v 550.54.15 -k "$kernel"' % module in postinst
+    assert "dkms remove -m %s -v 550.54.15 --all" % module in (tmp_path / "prerm").read_text(encoding="utf-8")
+    for script in ("postinst", "prerm"):
+        subprocess.run(["sh", "-n", str(tmp_path / script)], check=True)
 
 
 def test_toolkit_does_not_pull_a_driver(apt):
@@ -472,7 +509,10 @@ def mirror_url(mirror):
     ("ubuntu2404", {"nvidia-driver-550": "550.127.08-0ubuntu1", "nvidia-dkms-550": "550.127.08-0ubuntu1"}),
 ])
 def test_every_repository_serves_the_550_branch_over_http(mirror, mirror_url, tmp_path, distro, expected):
-    source = "deb [signed-by=%s] %s/repos/%s/x86_64/ /" % (mirror / "cuda-archive-keyring.gpg", mirror_url, distro)
+    # The Debian repositories' DKMS sources need dkms from the distribution's archive (its stand-in here).
+    names = (distro, "%s-archive" % distro) if distro.startswith("debian") else (distro,)
+    source = "\n".join("deb [signed-by=%s] %s/repos/%s/x86_64/ /" % (mirror / "cuda-archive-keyring.gpg", mirror_url,
+                                                                     name) for name in names)
     apt = AptRoot(tmp_path / "apt", source)
     apt.update()
     apt.pin(pin_of(mirror, distro, "nvidia-driver-pinning-550", "550-1"))

@@ -48,6 +48,22 @@ FAKE_NVML_BUILD = ROOT / "tests" / "sim" / "nvml" / "fakenvml" / "build.sh"
 DISTROS = {"debian12": "debian", "debian13": "debian", "ubuntu2204": "ubuntu", "ubuntu2404": "ubuntu"}
 ARCH_DIR = "x86_64"
 
+# The distribution's own archive, as far as the driver needs it: dkms (the stand-in tests/sim/host/fake-dkms.py) and
+# kernels with their headers. Each is a flat repository of its own, repos/<distro>-archive/x86_64, with its own Label;
+# tests/sim/host/prepare-node.yml adds it to a simulated node and prefers it over the real archive for these names.
+# The kernels' ABI numbers (901, 902, 903) exist in no real archive; the last kernel of each set has no headers
+# package, as a kernel whose headers a site's mirror lacks.
+ARCHIVES = {
+    "debian12": {"dkms": "3.0.10-8+deb12u1",
+                 "kernels": (("6.1.0-901-amd64", "6.1.901-1"), ("6.1.0-902-amd64", "6.1.902-1"),
+                             ("6.1.0-903-amd64", "6.1.903-1"))},
+    "debian13": {"dkms": "3.2.1-1",
+                 "kernels": (("6.12.901+deb13-amd64", "6.12.901-1"), ("6.12.902+deb13-amd64", "6.12.902-1"),
+                             ("6.12.903+deb13-amd64", "6.12.903-1"))},
+}
+ARCHIVE_LABEL = "accelops.gpu archive stand-in"
+FAKE_DKMS = ROOT / "tests" / "sim" / "host" / "fake-dkms.py"
+
 # Every package of NVIDIA's repositories names this maintainer.
 MAINTAINER = "cudatools <cudatools@nvidia.com>"
 HOMEPAGE = "https://developer.nvidia.com/cuda-zone"
@@ -261,6 +277,65 @@ def fabric_manager_packages(release, suffix):
     ]
 
 
+def dkms_scripts(module, release):
+    """postinst/prerm of a DKMS source package, as dh_dkms writes them: register the source, build for the running
+    kernel and the newest one with headers (not for every installed kernel); forget every build on removal."""
+    postinst = (
+        "#!/bin/sh\nset -e\n"
+        'if [ "$1" = configure ]; then\n'
+        "  dkms add -m %(module)s -v %(release)s >/dev/null\n"
+        "  newest=$(ls /lib/modules 2>/dev/null | sort -V | tail -n 1)\n"
+        '  for kernel in "$(uname -r)" $newest; do\n'
+        '    if [ -e "/lib/modules/$kernel/build" ]; then\n'
+        '      dkms install -m %(module)s -v %(release)s -k "$kernel" || true\n'
+        "    fi\n"
+        "  done\n"
+        "fi\n" % {"module": module, "release": release})
+    prerm = ("#!/bin/sh\nset -e\n"
+             "dkms remove -m %s -v %s --all >/dev/null 2>&1 || true\n" % (module, release))
+    return {"postinst": postinst, "prerm": prerm}
+
+
+def archive_packages(distro):
+    """The stand-in of the distribution's archive: dkms, and kernels with headers but for the last one."""
+    spec = ARCHIVES[distro]
+    hook = "#!/bin/sh\n# %s\n%s\n"
+    packages = [Package(
+        # Written in Python, which every simulated node has: no dependency, like Debian's shell-script dkms.
+        "dkms", spec["dkms"], "Dynamic Kernel Module System (DKMS)", arch="all", section="kernel",
+        files={
+            "/usr/sbin/dkms": (b"#!/usr/bin/python3\n" + FAKE_DKMS.read_bytes(), 0o755),
+            # linux-headers-<kernel> runs these with the kernel's version: build every added module for it.
+            "/etc/kernel/header_postinst.d/dkms": (
+                (hook % ("Build the added modules for a kernel whose headers were installed.",
+                         'dkms autoinstall -k "$1" || true')).encode(), 0o755),
+            "/etc/kernel/postinst.d/dkms": (
+                (hook % ("Build the added modules for an installed kernel that has its headers.",
+                         '[ -e "/lib/modules/$1/build" ] && dkms autoinstall -k "$1" || true')).encode(), 0o755),
+            "/etc/kernel/prerm.d/dkms": (
+                (hook % ("Forget the builds for a kernel that is removed.",
+                         'dkms status -k "$1" | sed -n "s/^\\([^,]*\\), .*/\\1/p" | '
+                         'while read -r module; do dkms remove "$module" -k "$1" || true; done')).encode(), 0o755),
+        })]
+    for index, (kernel, version) in enumerate(spec["kernels"]):
+        hooks = ("if [ -d /etc/kernel/%%(hook)s.d ]; then\n"
+                 "  run-parts --report --exit-on-error --arg=%s %%(image)s /etc/kernel/%%(hook)s.d\nfi\n" % kernel)
+        packages.append(Package(
+            "linux-image-%s" % kernel, version, "Linux %s for 64-bit PCs (signed)" % kernel, section="kernel",
+            files={"/boot/vmlinuz-%s" % kernel: ("simulated kernel %s\n" % kernel).encode(),
+                   "/lib/modules/%s/modules.order" % kernel: b""},
+            control_files={
+                name: "#!/bin/sh\nset -e\n" + hooks % {"image": "--arg=/boot/vmlinuz-%s" % kernel, "hook": name}
+                for name in ("postinst", "prerm")}))
+        if index < len(spec["kernels"]) - 1:
+            packages.append(Package(
+                "linux-headers-%s" % kernel, version, "Header files for Linux %s" % kernel, section="kernel",
+                files={"/usr/src/linux-headers-%s/Makefile" % kernel: b"# simulated kernel headers\n"},
+                symlinks={"/lib/modules/%s/build" % kernel: "/usr/src/linux-headers-%s" % kernel},
+                control_files={"postinst": "#!/bin/sh\nset -e\n" + hooks % {"image": "", "hook": "header_postinst"}}))
+    return packages
+
+
 def debian_driver_packages(branch, release, first, fake_nvml):
     """One driver release the Debian way, as NVIDIA's debian12/debian13 repositories package it.
 
@@ -295,11 +370,12 @@ def debian_driver_packages(branch, release, first, fake_nvml):
                depends=(same("nvidia-modprobe"),)),
         driver("firmware-nvidia-gsp", "NVIDIA GSP firmware", section="non-free-firmware/kernel"),
         driver("nvidia-kernel-dkms", "NVIDIA binary kernel module DKMS source (proprietary)",
-               depends=(same("nvidia-kernel-support"),), provides=(kernel_virtual,),
-               conflicts=("nvidia-kernel-open-dkms",)),
+               depends=(same("nvidia-kernel-support"), "dkms"), provides=(kernel_virtual,),
+               conflicts=("nvidia-kernel-open-dkms",), control_files=dkms_scripts("nvidia-current", release)),
         driver("nvidia-kernel-open-dkms", "NVIDIA open GPU kernel module DKMS source",
-               depends=(same("nvidia-kernel-support"), same("firmware-nvidia-gsp")), provides=(kernel_virtual,),
-               conflicts=("nvidia-kernel-dkms",)),
+               depends=(same("nvidia-kernel-support"), same("firmware-nvidia-gsp"), "dkms"),
+               provides=(kernel_virtual,), conflicts=("nvidia-kernel-dkms",),
+               control_files=dkms_scripts("nvidia-current-open", release)),
         driver("nvidia-driver-libs", "NVIDIA metapackage (OpenGL/GLX/EGL/GLES libraries)",
                depends=(same("libglx-nvidia0"),), recommends=(same("libnvidia-cfg1"),)),
         driver("nvidia-driver", "NVIDIA metapackage",
@@ -636,12 +712,12 @@ def packages_index(repo):
     return "".join(stanza + "\n\n" for stanza in sorted(stanzas))
 
 
-def release_file(repo, files):
+def release_file(repo, files, origin="NVIDIA", label="NVIDIA CUDA"):
     """Release in the form NVIDIA's repository tools write it: no Suite or Components (a flat repository),
     Origin/Label that the cuda-repository-pin-600 pin matches, MD5Sum/SHA1/SHA256 and no by-hash downloads."""
     lines = [
-        "Origin: NVIDIA",
-        "Label: NVIDIA CUDA",
+        "Origin: %s" % origin,
+        "Label: %s" % label,
         "Architecture: %s" % ARCH_DIR,
         "Date: %s" % email.utils.formatdate(usegmt=True),
     ]
@@ -713,8 +789,12 @@ def assemble(distro, packages, built, staging, key):
     index = packages_index(repo).encode()
     (repo / "Packages").write_bytes(index)
     (repo / "Packages.gz").write_bytes(gzip.compress(index, compresslevel=9, mtime=0))
-    (repo / "Release").write_text(release_file(repo, ("Packages", "Packages.gz")), encoding="utf-8")
+    archive = distro.endswith("-archive")
+    labels = ("accelops.gpu", ARCHIVE_LABEL) if archive else ("NVIDIA", "NVIDIA CUDA")
+    (repo / "Release").write_text(release_file(repo, ("Packages", "Packages.gz"), *labels), encoding="utf-8")
     key.sign(repo / "Release")
+    if archive:
+        return
     # NVIDIA publishes the key as <last 8 hex digits of the fingerprint>.pub (3bf863cc.pub) and the pin file
     # as cuda-<distro>.pin; both are what cuda-keyring installs too.
     (repo / ("%s.pub" % key.fingerprint[-8:].lower())).write_bytes(key.export(armor=True))
@@ -727,7 +807,7 @@ def sha256_file(path):
 
 def inputs_digest(fake_nvml, base_url):
     digest = hashlib.sha256()
-    for part in (sha256_file(__file__), sha256_file(fake_nvml), base_url):
+    for part in (sha256_file(__file__), sha256_file(FAKE_DKMS), sha256_file(fake_nvml), base_url):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()
 
@@ -758,6 +838,7 @@ def build(outdir, fake_nvml, base_url):
         keyring = key.export()
         nvml = Path(fake_nvml).read_bytes()
         repositories = {distro: catalogue(distro, nvml, keyring, base_url) for distro in DISTROS}
+        repositories.update({"%s-archive" % distro: archive_packages(distro) for distro in ARCHIVES})
         built = build_pool(repositories, workdir)
         staging = workdir / "repos"
         for distro, packages in repositories.items():

@@ -223,3 +223,110 @@ NO_LIBRARY = {"driver_version": None, "driver_mismatch": None}
 ], ids=["first-install-loaded", "first-install-not-loaded", "upgrade-mismatch", "unchanged"])
 def test_the_loaded_driver_is_read_after_the_change(key, loaded):
     assert LOADED_BATCH[key]["loaded"] == loaded
+
+
+KERNEL_BATCH = Batch()
+KERNELS_FACT = preflight_task("nvidia_driver", "Note the kernels that need the driver's module", "install.yml")
+
+
+def boot(*names, modules=None):
+    """find's answer: the /boot images, and modules.order of every kernel with modules (each image's by default)."""
+    kernels = modules if modules is not None else [name[len("vmlinuz-"):] for name in names]
+    return {"files": [{"path": "/boot/%s" % name} for name in names]
+            + [{"path": "/lib/modules/%s/modules.order" % kernel} for kernel in kernels]}
+
+
+def kernels_case(in_container, files, running="6.1.0-28-amd64", modules=None):
+    variables = {"__nvidia_driver_in_container": in_container, "__nvidia_driver_boot": boot(*files, modules=modules),
+                 "ansible_facts": {"kernel": running}}
+    return KERNEL_BATCH.add([], variables,
+                            [("kernels", KERNELS_FACT["ansible.builtin.set_fact"]["__nvidia_driver_kernels"])])
+
+
+@pytest.mark.parametrize("key, kernels", [
+    # A host: the running kernel and every installed one, once each; the RHEL rescue image has no headers.
+    (kernels_case(False, ["vmlinuz-6.1.0-29-amd64", "vmlinuz-6.1.0-28-amd64"]), ["6.1.0-28-amd64", "6.1.0-29-amd64"]),
+    (kernels_case(False, ["vmlinuz-5.14.0-427.el9.x86_64", "vmlinuz-0-rescue-0f1e2d3c"], "5.14.0-427.el9.x86_64"),
+     ["5.14.0-427.el9.x86_64"]),
+    (kernels_case(False, []), ["6.1.0-28-amd64"]),
+    # A container: the running kernel is the host's, only the container's own count.
+    (kernels_case(True, ["vmlinuz-6.1.0-902-amd64", "vmlinuz-6.1.0-901-amd64"]),
+     ["6.1.0-901-amd64", "6.1.0-902-amd64"]),
+    (kernels_case(True, []), []),
+    # Files in /boot that are no installed kernel: no modules, odd names, an image without a release.
+    (kernels_case(True, ["vmlinuz-6.1.0-901-amd64", "vmlinuz-6.1.0-900-amd64", "vmlinuz-", "vmlinuz-*",
+                         "vmlinuz-6.1 x", "vmlinuz-6.1.0-9.efi.signed;x"],
+                  modules=["6.1.0-901-amd64", "", "*", "6.1 x", "6.1.0-9.efi.signed;x"]), ["6.1.0-901-amd64"]),
+], ids=["host", "rhel-rescue", "host-no-boot-files", "container", "container-without-kernels", "odd-files"])
+def test_the_kernels_that_need_the_module(key, kernels):
+    assert KERNEL_BATCH[key]["kernels"] == kernels
+
+
+def kernel_packages(host, name, packages=None, **overrides):
+    variables = {"ansible_facts": dict(host, kernel="6.8.0-45-generic", packages=packages or {}),
+                 "__nvidia_driver_kernels": ["6.8.0-45-generic", "6.8.0-47-generic"], **overrides}
+    files = [ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml", vars_file(host)]
+    return KERNEL_BATCH.add(files, variables, [("packages", "{{ %s }}" % name)])
+
+
+HEADERS = "__nvidia_driver_headers_missing"
+SIGNED = "__nvidia_driver_signed_kernel_packages"
+RHEL_DEVEL = {"kernel-devel": [{"version": "6.8.0", "release": "45-generic", "arch": "x86_64"}]}
+
+
+@pytest.mark.parametrize("key, packages", [
+    (kernel_packages(DEBIAN12, HEADERS), ["linux-headers-6.8.0-45-generic", "linux-headers-6.8.0-47-generic"]),
+    (kernel_packages(DEBIAN12, HEADERS, {"linux-headers-6.8.0-47-generic": [{"version": "1"}]}),
+     ["linux-headers-6.8.0-45-generic"]),
+    (kernel_packages(UBUNTU24, HEADERS), ["linux-headers-6.8.0-45-generic", "linux-headers-6.8.0-47-generic"]),
+    (kernel_packages(RHEL9, HEADERS), ["kernel-devel-6.8.0-45-generic", "kernel-devel-6.8.0-47-generic"]),
+    # Canonical's signed modules: one package per kernel, for every kernel.
+    (kernel_packages(UBUNTU24, SIGNED, nvidia_driver_branch="570", __nvidia_driver_modules="open"),
+     ["linux-modules-nvidia-570-server-open-6.8.0-45-generic",
+      "linux-modules-nvidia-570-server-open-6.8.0-47-generic"]),
+    (kernel_packages(UBUNTU24, SIGNED, nvidia_driver_branch=570, __nvidia_driver_modules="proprietary"),
+     ["linux-modules-nvidia-570-server-6.8.0-45-generic", "linux-modules-nvidia-570-server-6.8.0-47-generic"]),
+], ids=["debian", "debian-one-installed", "ubuntu", "rhel", "ubuntu-signed-open", "ubuntu-signed-proprietary"])
+def test_the_packages_each_kernel_needs(key, packages):
+    assert KERNEL_BATCH[key]["packages"] == packages
+
+
+DKMS_CHECK = preflight_task("nvidia_driver", "Refuse to leave a kernel without the driver's module", "kernels.yml")
+DKMS_BATCH = Batch()
+
+
+def dkms_case(status, builds=(), status_since=None, status_rc=0):
+    variables = {"__nvidia_driver_kernels": ["6.1.0-901-amd64", "6.1.0-902-amd64"],
+                 "nvidia_driver_installed_version": "550.127.08",
+                 "__nvidia_driver_dkms": {"stdout": status, "stderr": "" if status_rc == 0 else "dkms: not found",
+                                          "rc": status_rc, "msg": "" if status_rc == 0 else "non-zero return code"},
+                 "__nvidia_driver_dkms_build": {"results": list(builds)} if builds else {"skipped": True},
+                 "__nvidia_driver_dkms_since": ({"stdout": status_since} if status_since is not None
+                                                else {"skipped": True})}
+    check = DKMS_CHECK["ansible.builtin.assert"]
+    return DKMS_BATCH.add([], variables, [("ok", "{{ %s }}" % check["that"]), ("message", check["fail_msg"])],
+                          DKMS_CHECK["vars"])
+
+
+BUILT = ("nvidia-current-open/550.127.08, 6.1.0-901-amd64, x86_64: installed\n"
+         "nvidia-current-open/550.127.08, 6.1.0-902-amd64, x86_64: installed\n")
+FAILED_BUILD = {"item": "6.1.0-901-amd64", "rc": 10,
+                "stderr": "Error! Bad return status for module build on kernel: 6.1.0-901-amd64 (x86_64)\n"}
+
+
+@pytest.mark.parametrize("key, ok, parts", [
+    (dkms_case(BUILT), True, []),
+    # Built by the role's own run: the second reading counts.
+    (dkms_case(BUILT.splitlines()[1], [{"item": "6.1.0-901-amd64", "rc": 0, "stderr": ""}], BUILT), True, []),
+    (dkms_case(BUILT.splitlines()[1], [FAILED_BUILD], BUILT.splitlines()[1]), False,
+     ["DKMS has no build of the driver's module 550.127.08 for kernel 6.1.0-901-amd64: the node would boot it without "
+      "a GPU driver. Error! Bad return status for module build on kernel: 6.1.0-901-amd64 (x86_64) The driver packages "
+      "are installed (release 550.127.08)"]),
+    (dkms_case("", status_rc=127), False, ["for kernel 6.1.0-901-amd64, 6.1.0-902-amd64", "dkms: not found",
+                                           "non-zero return code"]),
+], ids=["all-built", "built-by-the-role", "build-failed", "no-dkms"])
+def test_the_dkms_check(key, ok, parts):
+    result = DKMS_BATCH[key]
+    assert result["ok"] is ok, result
+    for part in parts:
+        assert part in result["message"], result["message"]
