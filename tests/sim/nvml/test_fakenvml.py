@@ -22,25 +22,6 @@ MIB = 1024 * 1024
 CPU_SET_SIZE = 512  # unsigned longs slurmd passes nvmlDeviceGetCpuAffinity (gpu_nvml.c: MAX_CPUS 0x8000 / 64)
 
 
-@pytest.fixture(scope="module")
-def lib():
-    """Build the library and load it by path before pynvml loads it by soname.
-
-    LD_LIBRARY_PATH cannot change inside a running process; once an object with the soname
-    libnvidia-ml.so.1 is loaded RTLD_GLOBAL, glibc resolves pynvml's CDLL("libnvidia-ml.so.1") to it.
-    """
-    subprocess.run([str(BUILD_SH), str(BUILD_DIR)], check=True)
-    return ctypes.CDLL(str(LIB_PATH), mode=ctypes.RTLD_GLOBAL)
-
-
-@pytest.fixture(autouse=True)
-def _balanced_init(lib):
-    """Leave the library uninitialised after every test, whatever the test did."""
-    yield
-    while lib.nvmlShutdown() == 0:
-        pass
-
-
 @pytest.fixture
 def fixture_file(tmp_path, monkeypatch):
     """Copy a fixture to tmp_path, append extra lines, point FAKE_NVML_FIXTURE at the copy."""

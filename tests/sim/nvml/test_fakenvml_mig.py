@@ -16,7 +16,6 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "sim" / "nvml" / "fixtures"
-BUILD_SH = REPO / "tests" / "sim" / "nvml" / "fakenvml" / "build.sh"
 BUILD_DIR = REPO / "build" / "fakenvml"
 MIB = 1024 * 1024
 
@@ -71,20 +70,6 @@ CI_1, CI_2, CI_3, CI_4, CI_7 = (
     pynvml.NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE,
     pynvml.NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE)
 SHARED = pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
-
-
-@pytest.fixture(scope="module")
-def lib():
-    """Build the library and load it by path, so pynvml's CDLL("libnvidia-ml.so.1") resolves to it."""
-    subprocess.run([str(BUILD_SH), str(BUILD_DIR)], check=True)
-    return ctypes.CDLL(str(BUILD_DIR / "libnvidia-ml.so.1"), mode=ctypes.RTLD_GLOBAL)
-
-
-@pytest.fixture(autouse=True)
-def _balanced_init(lib):
-    yield
-    while lib.nvmlShutdown() == 0:
-        pass
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ built with HAVE_NVML_MEMORY_CLOCK) and applications clocks (--gpu-freq without i
 import ctypes
 import os
 import pathlib
-import subprocess
 import time
 
 import pynvml
@@ -15,24 +14,8 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "sim" / "nvml" / "fixtures"
-BUILD_SH = REPO / "tests" / "sim" / "nvml" / "fakenvml" / "build.sh"
-BUILD_DIR = REPO / "build" / "fakenvml"
 MIB = 1024 * 1024
 WORD = 64  # bits in an unsigned long on x86_64 and aarch64 Linux
-
-
-@pytest.fixture(scope="module")
-def lib():
-    """Build the library and load it by path, so pynvml's CDLL("libnvidia-ml.so.1") resolves to it."""
-    subprocess.run([str(BUILD_SH), str(BUILD_DIR)], check=True)
-    return ctypes.CDLL(str(BUILD_DIR / "libnvidia-ml.so.1"), mode=ctypes.RTLD_GLOBAL)
-
-
-@pytest.fixture(autouse=True)
-def _balanced_init(lib):
-    yield
-    while lib.nvmlShutdown() == 0:
-        pass
 
 
 @pytest.fixture
