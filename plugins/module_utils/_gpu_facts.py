@@ -37,6 +37,9 @@ NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
 NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
 NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
 NVML_NVLINK_MAX_LINKS = 36
+# nvmlDeviceGetCpuAffinity's cpuSetSize: 64 words of 64 bits (pynvml passes unsigned long long words), 4096 CPUs.
+CPU_SET_WORDS = 64
+CPU_SET_WORD_BITS = 64
 MIB = 1 << 20
 MIG_PROFILE = re.compile(r"MIG (\S+)\s*$")
 
@@ -92,6 +95,23 @@ def normalise_bus_id(bus_id):
     bus_id = bus_id.lower()
     domain, sep, rest = bus_id.partition(":")
     return "%04x%s%s" % (int(domain, 16), sep, rest) if rest else bus_id
+
+
+def ranges(numbers):
+    """Numbers as a Linux cpulist: ascending, runs as first-last, comma separated ("0-55,112-167"; "" for none)."""
+    runs = []
+    for number in sorted(set(numbers)):
+        if runs and runs[-1][1] == number - 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ",".join(str(first) if first == last else "%d-%d" % (first, last) for first, last in runs)
+
+
+def cpu_list(words, word_bits=CPU_SET_WORD_BITS):
+    """An NVML CPU set (bit k of word w is CPU w*word_bits+k) as a Linux cpulist; None when it names no CPU."""
+    return ranges(index * word_bits + bit for index, word in enumerate(words or ()) for bit in range(word_bits)
+                  if int(word) >> bit & 1) or None
 
 
 def mib(value):
@@ -169,6 +189,7 @@ SUBSET_FIELDS = {
     "nvlink": ("nvlinks",),
     "mig": ("mig_mode", "mig_mode_pending", "mig_devices"),
     "processes": ("processes",),
+    "topology": ("cpu_affinity",),
 }
 
 
@@ -443,6 +464,9 @@ class GpuFactsCollector:
             "name": text(self.nvml.query("nvmlSystemGetProcessName", proc.pid)),
             "used_memory_mib": mib(proc.usedGpuMemory),
         } for proc in procs]
+
+    def _topology(self, h, gpu):
+        gpu["cpu_affinity"] = cpu_list(self.nvml.query("nvmlDeviceGetCpuAffinity", h, CPU_SET_WORDS))
 
     def _pci_levels(self, gpus, handles):
         levels = {}

@@ -162,6 +162,9 @@ ansible_facts:
             - C(mig) mig_mode, mig_mode_pending, mig_devices (index, uuid, name, profile, gpu_instance_id,
               compute_instance_id, memory_total_mib, memory_used_mib).
             - C(processes) processes (pid, name, used_memory_mib).
+            - C(topology) cpu_affinity, the CPUs near the GPU as NVML's C(nvmlDeviceGetCpuAffinity) gives them (the
+              set Slurm's C(AutoDetect=nvml) binds the GPU to), as a Linux cpulist such as C(0-55,112-167) with
+              CPU numbers as the kernel gives them; null where NVML does not support it, fails, or names no CPU.
             - Always errors, the NVML errors other than "not supported" that left a value of this GPU null (the
               health verdict warns about them), and error where the GPU could not be read at all (critical).
           type: list
@@ -177,6 +180,7 @@ ansible_facts:
               memory_total_mib: 81559
               power_limit_w: 700.0
               persistence_mode: true
+              cpu_affinity: 0-55,112-167
               lost: false
         topology:
           description:

@@ -66,3 +66,21 @@ def test_topology_direct_links_and_pci_levels():
 def test_pci_levels_map_to_nvidia_smi_labels(level, label):
     gpus = [gpu(0, "0000:01:00.0", []), gpu(1, "0000:02:00.0", [])]
     assert gf.topology_matrix(gpus, {(0, 1): level, (1, 0): level})[0][1] == label
+
+
+@pytest.mark.parametrize("words, cpus", [
+    ([0x00FFFFFFFFFFFFFF, 0xFFFF000000000000, 0x000000FFFFFFFFFF, 0], "0-55,112-167"),  # DGX H100, NUMA node 0
+    ([0xFF00000000000000, 0x0000FFFFFFFFFFFF, 0xFFFFFF0000000000, 0x00000000FFFFFFFF], "56-111,168-223"),
+    ([0b1011], "0-1,3"),
+    ([1 << 63, 1], "63-64"),  # a run across two words
+    ([0, 0, 1 << 5], "133"),
+    ([0, 0], None),  # names no CPU
+    (None, None),  # NVML does not support it
+])
+def test_cpu_list(words, cpus):
+    assert gf.cpu_list(words) == cpus
+
+
+@pytest.mark.parametrize("numbers, text", [([], ""), ([3], "3"), ([5, 1, 2, 3, 3], "1-3,5"), (range(8), "0-7")])
+def test_ranges(numbers, text):
+    assert gf.ranges(numbers) == text

@@ -62,6 +62,8 @@ def test_dgx_h100_matches_its_fixture(module_result, nvml_fixture):
     assert [row[i] for i, row in enumerate(facts["topology"])] == ["X"] * 8
     assert {cell for row in facts["topology"] for cell in row} == {"X", "NV18"}
     assert facts["health"] == {"status": "ok", "findings": []}
+    # numa.<n>.cpus of each GPU's numa_node: two sockets of 56 cores, their hyperthread siblings from CPU 112 on
+    assert [gpu["cpu_affinity"] for gpu in facts["gpus"]] == ["0-55,112-167"] * 4 + ["56-111,168-223"] * 4
 
 
 def test_dgx_a100_reports_mig_devices(module_result, nvml_fixture):
@@ -89,6 +91,7 @@ def test_pcie_l40s_has_no_nvlink_and_no_mig(module_result, nvml_fixture):
         assert gpu["mig_mode"] is None and gpu["mig_devices"] is None
         assert gpu["pcie"]["gen_max"] == 4
     assert facts["topology"] == [["X", "SYS"], ["SYS", "X"]]
+    assert [gpu["cpu_affinity"] for gpu in facts["gpus"]] == ["0-31,64-95", "32-63,96-127"]
     assert facts["health"]["status"] == "ok"
 
 
@@ -208,7 +211,7 @@ def test_gather_subset_limits_the_keys(module_result, nvml_fixture):
     facts = gather_facts(module_result, nvml_fixture, "dgx-h100", gather_subset=["memory"])
     gpu = facts["gpus"][0]
     assert gpu["memory_total_mib"] == 81559 and gpu["name"] == "NVIDIA H100 80GB HBM3"
-    for absent in ("nvlinks", "power_limit_w", "processes", "mig_mode"):
+    for absent in ("nvlinks", "power_limit_w", "processes", "mig_mode", "cpu_affinity"):
         assert absent not in gpu
     assert facts["topology"] is None and facts["health"] is None and facts["pci_devices"] is None
 
@@ -304,6 +307,20 @@ def test_half_the_gpus_unreadable_is_critical(module_result, nvml_fixture):
     assert facts["gpu_count"] == 8 and [bool(g.get("error")) for g in facts["gpus"]] == [False] * 4 + [True] * 4
     codes = [(f["gpu"], f["code"]) for f in facts["health"]["findings"]]
     assert codes == [(i, "gpu_unreadable") for i in range(4, 8)] and facts["health"]["status"] == "critical"
+
+
+@pytest.mark.parametrize("lines, affinity, errors", [
+    # a GPU whose NUMA node is unknown: NVML does not support the question, which is no error
+    (("gpu.5.numa_node=-1",), None, []),
+    (("gpu.5.cpu_affinity=0-3, 112-115",), "0-3,112-115", []),
+    (("fail.nvmlDeviceGetCpuAffinity=6:UNKNOWN",), None, ["nvmlDeviceGetCpuAffinity: Unknown Error (NVML error 999)"]),
+])
+def test_cpu_affinity_nvml_cannot_give_is_null(module_result, nvml_fixture, lines, affinity, errors):
+    facts = facts_with(module_result, nvml_fixture, *lines)
+    assert facts["gpus"][5]["cpu_affinity"] == affinity
+    assert facts["gpus"][5]["errors"] == errors
+    assert facts["gpus"][4]["cpu_affinity"] == "56-111,168-223"
+    assert facts["topology"][5][4] == "NV18"  # the system-level matrix of the same subset is still there
 
 
 def test_a_value_nvml_fails_to_give_is_a_warning_naming_gpu_and_call(module_result, nvml_fixture):

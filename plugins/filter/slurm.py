@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Slurm filters (GRES records from GPU facts, slurm.conf node lines, gres.conf, slurmd -C and slurmd -G), each
+documented in its own <name>.yml."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+
+
+def _filter(name):
+    """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except _slurm.SlurmError as error:
+                raise AnsibleFilterError("%s: %s" % (name, error)) from error
+
+        return wrapper
+
+    return decorate
+
+
+def _text(value, what, streams=("stdout",)):
+    """A command's output: the text itself, or the named streams of its registered result."""
+    if isinstance(value, dict) and any(stream in value for stream in streams):
+        value = "\n".join(value.get(stream) or "" for stream in streams)
+    if isinstance(value, dict) and value.get("skipped"):
+        raise _slurm.SlurmError("the input is the result of a task that was skipped on this host, not what %s printed"
+                                % what)
+    if not isinstance(value, str):
+        raise _slurm.SlurmError("the input must be what %s printed (its registered result or its text), got %s"
+                                % (what, "a dict without %s" % " or ".join(streams) if isinstance(value, dict)
+                                   else type(value).__name__))
+    return value
+
+
+def _mig_minors(value):
+    """The text of mig-minors from the text itself, a registered cat (stdout) or a slurp (base64 content)."""
+    if isinstance(value, dict) and "content" in value:
+        try:
+            return base64.b64decode(value["content"], validate=True).decode("utf-8")
+        except (binascii.Error, TypeError, UnicodeDecodeError) as error:
+            raise _slurm.SlurmError("mig_minors: the slurped content is not base64 text (%s)" % error) from None
+    return _text(value, "cat /proc/driver/nvidia-caps/mig-minors")
+
+
+@_filter("slurm_node_gres")
+def slurm_node_gres(facts, hardware=None, mig_minors=None):
+    """The GPU GRES records slurmd's NVML autodetection finds, from ansible_facts.nvidia."""
+    if isinstance(facts, dict) and isinstance(facts.get("ansible_facts"), dict):
+        facts = facts["ansible_facts"].get("nvidia")
+    if hardware is not None and not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
+        hardware = _slurm.slurmd_hardware(_text(hardware, "slurmd -C"))
+    return _slurm.node_gres(facts, hardware, None if mig_minors is None else _mig_minors(mig_minors))
+
+
+@_filter("slurm_gres_summary")
+def slurm_gres_summary(records):
+    """slurm.conf's Gres= value for GRES records."""
+    return _slurm.gres_summary(records)
+
+
+@_filter("slurm_hardware")
+def slurm_hardware(output):
+    """The node's hardware as slurmd -C prints it."""
+    return _slurm.slurmd_hardware(_text(output, "slurmd -C"))
+
+
+@_filter("slurm_node_line")
+def slurm_node_line(name, hardware, gres, addr=None, port=None, *, extra=None):
+    """The slurm.conf NodeName= line of a node."""
+    if not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
+        hardware = _slurm.slurmd_hardware(_text(hardware, "slurmd -C"))
+    return _slurm.node_line(name, hardware, gres, addr, port, extra=extra)
+
+
+@_filter("slurm_gres_conf")
+def slurm_gres_conf(records, autodetect):
+    """gres.conf's lines for GRES records."""
+    return _slurm.gres_conf_lines(records, autodetect)
+
+
+@_filter("slurm_gres_mismatch")
+def slurm_gres_mismatch(expected, output):
+    """Where what slurmd -G detected differs from the GPU GRES records expected."""
+    return _slurm.gres_mismatch(expected, _text(output, "slurmd -G", ("stdout", "stderr")))
+
+
+@_filter("slurm_node_problems")
+def slurm_node_problems(lines, nodes):
+    """What keeps the controller's view of the nodes (scontrol show node --oneliner) from their configuration."""
+    if isinstance(lines, dict):
+        lines = _text(lines, "scontrol show node --oneliner")
+    return _slurm.node_problems(lines, nodes)
+
+
+@_filter("slurm_health_actions")
+def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
+    """Which nodes to drain or resume after a GPU health check, from scontrol show node --oneliner."""
+    if isinstance(lines, dict):
+        lines = _text(lines, "scontrol show node --oneliner")
+    return _slurm.health_actions(lines, verdicts, drain_on, prefix)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "slurm_node_gres": slurm_node_gres,
+            "slurm_gres_summary": slurm_gres_summary,
+            "slurm_hardware": slurm_hardware,
+            "slurm_node_line": slurm_node_line,
+            "slurm_gres_conf": slurm_gres_conf,
+            "slurm_gres_mismatch": slurm_gres_mismatch,
+            "slurm_node_problems": slurm_node_problems,
+            "slurm_health_actions": slurm_health_actions,
+        }

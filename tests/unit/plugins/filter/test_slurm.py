@@ -1,0 +1,163 @@
+"""The Slurm filters: what playbooks hand them (registered results, slurped files) and their errors."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.filter.slurm import (
+    FilterModule,
+    slurm_gres_conf,
+    slurm_gres_mismatch,
+    slurm_gres_summary,
+    slurm_hardware,
+    slurm_health_actions,
+    slurm_node_gres,
+    slurm_node_line,
+    slurm_node_problems,
+)
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+
+NAMES = {"slurm_node_gres", "slurm_gres_summary", "slurm_hardware", "slurm_node_line", "slurm_gres_conf",
+         "slurm_gres_mismatch", "slurm_node_problems",
+         "slurm_health_actions"}
+SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
+            "UpTime=12-03:04:05\n")
+MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
+
+
+def registered(stdout="", stderr="", rc=0):
+    return {"changed": False, "rc": rc, "stdout": stdout, "stderr": stderr, "stdout_lines": stdout.splitlines(),
+            "stderr_lines": stderr.splitlines(), "cmd": ["slurmd"]}
+
+
+@pytest.fixture
+def h100_facts(nvml_fixture):
+    nvml_fixture("dgx-h100")
+    with NvmlSession() as session:
+        return GpuFactsCollector(session, resolve_subsets(["all", "!pci", "!processes"])).collect()
+
+
+def mig_node():
+    """One A100 in MIG mode with one 7g.40gb device, as gpu_facts gives it."""
+    mig = {"index": 0, "uuid": "MIG-7c1c8b0e-0000-0000-0000-000000000000", "name": "NVIDIA A100-SXM4-40GB MIG 7g.40gb",
+           "profile": "7g.40gb", "gpu_instance_id": 1, "compute_instance_id": 0}
+    gpu = {"index": 0, "lost": False, "errors": [], "name": "NVIDIA A100-SXM4-40GB", "uuid": "GPU-1",
+           "pci_bus_id": "0000:07:00.0", "minor_number": 0, "nvlinks": None, "mig_mode": True, "mig_devices": [mig],
+           "cpu_affinity": "0-7"}
+    return {"nvml_available": True, "driver_loaded": True, "gpu_count": 1, "gpus": [gpu], "errors": [],
+            "driver_version": "535.161.08"}
+
+
+def test_filters_are_registered():
+    filters = FilterModule().filters()
+    assert set(filters) == NAMES
+    assert filters["slurm_hardware"](SLURMD_C)["cpus"] == 224
+
+
+def test_node_gres_from_a_registered_module_result_and_slurmd_c(h100_facts):
+    records = slurm_node_gres({"ansible_facts": {"nvidia": h100_facts}, "changed": False}, registered(SLURMD_C))
+    assert [r["cores"] for r in records] == ["0-55"] * 4 + ["56-111"] * 4
+    assert slurm_node_gres(h100_facts, SLURMD_C) == records
+    assert slurm_node_gres(h100_facts, slurm_hardware(SLURMD_C)) == records
+    assert slurm_gres_summary(records) == "gpu:nvidia_h100_80gb_hbm3:8"
+
+
+@pytest.mark.parametrize("minors", [
+    MIG_MINORS,
+    registered(MIG_MINORS),  # a registered cat
+    {"content": base64.b64encode(MIG_MINORS.encode()).decode(), "encoding": "base64",
+     "source": "/proc/driver/nvidia-caps/mig-minors"},  # a slurp
+])
+def test_mig_minors_as_a_playbook_reads_them(minors):
+    (record,) = slurm_node_gres(mig_node(), None, minors)
+    assert record["type"] == "nvidia_a100_7g.40gb"
+    assert record["file"] == "/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13"
+    assert slurm_gres_conf([record], False) == [
+        "AutoDetect=off", "Name=gpu Type=nvidia_a100_7g.40gb MultipleFiles=" + record["file"]]
+
+
+def test_hardware_from_a_registered_result():
+    assert slurm_hardware(registered(SLURMD_C)) == {
+        "name": "dgx01", "cpus": 224, "boards": 1, "sockets_per_board": 2, "sockets": 2, "cores_per_socket": 56,
+        "threads_per_core": 2, "real_memory": 2063937, "gres": None}
+
+
+def test_node_line_from_slurmd_c_output_and_a_port_from_inventory(h100_facts):
+    records = slurm_node_gres(h100_facts)
+    assert slurm_node_line("dgx01", registered(SLURMD_C), records, "dgx01.example.org", "6818",
+                           extra={"Features": "h100"}) == (
+        "NodeName=dgx01 NodeAddr=dgx01.example.org Port=6818 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 "
+        "ThreadsPerCore=2 RealMemory=2063937 Gres=gpu:nvidia_h100_80gb_hbm3:8 Features=h100 State=UNKNOWN")
+
+
+def test_mismatch_reads_slurmd_g_stderr(h100_facts):
+    records = slurm_node_gres(h100_facts, SLURMD_C)
+    lines = ["slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=1 Index=%d ID=7696487 File=/dev/nvidia%d "
+             "Cores=%s CoreCnt=224 Links=%s Flags=HAS_FILE,HAS_TYPE,ENV_NVML" % (i, i, r["cores"], r["links"])
+             for i, r in enumerate(records)]
+    assert slurm_gres_mismatch(records, registered(stderr="\n".join(lines))) == []
+    assert slurm_gres_mismatch(records, "\n".join(lines[1:])) == [
+        "GPU type nvidia_h100_80gb_hbm3: gres.conf/facts expect 8, slurmd -G detects 7",
+        "GPU 0 (/dev/nvidia0): expected as type nvidia_h100_80gb_hbm3, but slurmd -G lists no GPU with this File"]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: slurm_node_gres({"nvml_available": True, "driver_loaded": False, "reason": "the NVIDIA kernel driver is "
+                                                                                        "not loaded"}),
+     r"^slurm_node_gres: NVML is not usable on this node, so slurmd cannot detect its GPUs: the NVIDIA kernel driver"),
+    (lambda: slurm_node_gres(mig_node(), None, {"content": "not base64!"}),
+     r"^slurm_node_gres: mig_minors: the slurped content is not base64 text"),
+    (lambda: slurm_node_gres(mig_node(), None, 12),
+     r"^slurm_node_gres: the input must be what cat /proc/driver/nvidia-caps/mig-minors printed"),
+    (lambda: slurm_node_gres(mig_node(), 224), r"^slurm_node_gres: the input must be what slurmd -C printed"),
+    (lambda: slurm_hardware(42),
+     r"^slurm_hardware: the input must be what slurmd -C printed \(its registered result or its text\), got int$"),
+    (lambda: slurm_hardware(registered("slurmd: error: Unable to read slurm.conf")),
+     r"^slurm_hardware: slurmd -C should print 'NodeName=<name> "),
+    (lambda: slurm_gres_summary("gpu:h100:8"), r"^slurm_gres_summary: records must be the list slurm_node_gres"),
+    (lambda: slurm_node_line("bad name", SLURMD_C, ""), r"^slurm_node_line: name: a Slurm node name is"),
+    (lambda: slurm_node_line("n1", SLURMD_C, "", port=99999), r"^slurm_node_line: port: give a port number"),
+    (lambda: slurm_gres_conf([], "false"), r"^slurm_gres_conf: autodetect must be true \(AutoDetect=nvml\) or false"),
+    (lambda: slurm_gres_mismatch([], 42), r"^slurm_gres_mismatch: the input must be what slurmd -G printed"),
+    (lambda: slurm_gres_mismatch("gpu", ""), r"^slurm_gres_mismatch: records must be the list slurm_node_gres"),
+])
+def test_bad_input_names_the_filter_and_the_problem(call, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        call()
+
+
+def test_slurm_node_problems_reads_a_registered_result_and_names_the_filter_on_bad_input():
+    result = {"stdout": "NodeName=gpu01 Gres=gpu:nvidia_l40s:2(S:0-1) State=IDLE+DRAIN Reason=Kill task failed "
+                        "[slurm@2026-12-02T00:30:00]"}
+    assert slurm_node_problems(result, [{"name": "gpu01", "gres": "gpu:nvidia_l40s:2"}]) == [
+        "gpu01: state IDLE+DRAIN, reason: Kill task failed [slurm@2026-12-02T00:30:00]"]
+    with pytest.raises(AnsibleFilterError, match="slurm_node_problems: nodes must be"):
+        slurm_node_problems([], "gpu01")
+
+
+def test_slurm_health_actions_reads_a_registered_result_and_names_the_filter_on_bad_input():
+    result = {"stdout": "NodeName=gpu01 Gres=gpu:nvidia_l40s:2(S:0-1) State=IDLE"}
+    verdicts = [{"name": "gpu01", "verdict": "critical",
+                 "findings": [{"severity": "critical", "message": "GPU 1 is lost"}]}]
+    assert slurm_health_actions(result, verdicts) == [
+        {"node": "gpu01", "action": "drain", "reason": "accelops-gpu: GPU 1 is lost"}]
+    with pytest.raises(AnsibleFilterError, match="slurm_health_actions: drain_on must be"):
+        slurm_health_actions(result, verdicts, "ok")
+
+
+@pytest.mark.parametrize("result, message", [
+    # a task registered on every host but run on the controller only
+    ({"changed": False, "skipped": True, "skip_reason": "Conditional result was False"},
+     r"^slurm_health_actions: the input is the result of a task that was skipped on this host, not what scontrol "
+     r"show node --oneliner printed$"),
+    ({"changed": False, "msg": "x"},
+     r"^slurm_health_actions: the input must be what scontrol show node --oneliner printed \(its registered result "
+     r"or its text\), got a dict without stdout$"),
+])
+def test_a_result_without_output_says_what_it_is(result, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        slurm_health_actions(result, [])

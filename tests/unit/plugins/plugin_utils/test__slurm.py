@@ -1,0 +1,821 @@
+"""Slurm's view of a node's GPUs from GPU facts: the fixtures' facts through the real collector and the fake NVML,
+hand-written facts for what no fixture has, and what slurmd -C and slurmd -G print."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm import (
+    SlurmError,
+    cores,
+    gres_conf_lines,
+    gres_mismatch,
+    gres_summary,
+    gres_type,
+    mig_gres_type,
+    node_gres,
+    node_line,
+    parse_mig_minors,
+    parse_slurmd_gres,
+    slurmd_hardware,
+)
+
+H100 = "nvidia_h100_80gb_hbm3"
+# slurmd -C of the DGX H100 (2x 56 cores, SMT) and of the L40S node (2x 32 cores, SMT), as Slurm 24.11 prints them.
+DGX_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
+         "UpTime=12-03:04:05\n")
+L40S_C = ("NodeName=l40s-07 CPUs=128 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=515614 "
+          "Gres=gpu:nvidia_l40s:2\n"
+          "Found gpu:nvidia_l40s:2 with Autodetect=nvml (Substring of gpu name may be used instead)\n"
+          "UpTime=0-01:00:00\n")
+
+
+def mig_minors(gpus=8):
+    """/proc/driver/nvidia-caps/mig-minors as the driver writes it: 15 GPU instances per GPU, 8 compute instances per
+    GPU instance, numbered from 3 after config and monitor."""
+    lines = ["config 1", "monitor 2"]
+    for gpu in range(gpus):
+        for gi in range(15):
+            lines.append("gpu%d/gi%d/access %d" % (gpu, gi, 3 + gpu * 135 + gi * 9))
+            lines += ["gpu%d/gi%d/ci%d/access %d" % (gpu, gi, ci, 4 + gpu * 135 + gi * 9 + ci) for ci in range(8)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def facts_of(nvml_fixture):
+    """The facts gpu_facts gathers on a fixture: the real collector, the real pynvml, the fake libnvidia-ml."""
+
+    def gather(name):
+        nvml_fixture(name)
+        with NvmlSession() as session:
+            return GpuFactsCollector(session, resolve_subsets(["all", "!pci", "!processes"])).collect()
+
+    return gather
+
+
+def slurmd_g(records, hardware):
+    """What slurmd -G logs (DebugFlags=Gres) for the records: Index is the number that ends File."""
+    lines = ["slurmd: debug:  Log file re-opened"]
+    for r in records:
+        index = int(re.search(r"([0-9]+)\Z", r["file"]).group(1))
+        lines.append("slurmd: Gres Name=gpu Type=%s Count=1 Index=%d ID=7696487 File=%s Cores=%s CoreCnt=%d Links=%s "
+                     "Flags=HAS_FILE,HAS_TYPE,ENV_NVML" % (r["type"], index, r["file"], r["cores"], hardware["cpus"],
+                                                           r["links"] or "(null)"))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- types
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("NVIDIA H100 80GB HBM3", H100),
+    ("NVIDIA A100-SXM4-80GB", "nvidia_a100-sxm4-80gb"),
+    ("Tesla V100-SXM2-16GB", "tesla_v100-sxm2-16gb"),
+    ("NVIDIA L40S", "nvidia_l40s"),
+    ("NVIDIA RTX 6000 Ada Generation", "nvidia_rtx_6000_ada_generation"),
+])
+def test_gres_type(name, kind):
+    assert gres_type(name) == kind
+
+
+@pytest.mark.parametrize("gpu, mig, kind", [
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "nvidia_a100_3g.40gb"),
+    ("NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb", "nvidia_a100_1c.3g.20gb"),
+    # no "-" in the GPU's name: its whole type stays
+    ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "nvidia_h100_80gb_hbm3_1g.10gb"),
+    ("NVIDIA H100 NVL", "NVIDIA H100 NVL MIG 7g.94gb", "nvidia_h100_nvl_7g.94gb"),
+])
+def test_mig_gres_type(gpu, mig, kind):
+    assert mig_gres_type(gpu, mig) == kind
+
+
+def test_a_mig_name_without_profile_is_refused():
+    with pytest.raises(SlurmError, match=r"'NVIDIA A100-SXM4-80GB' holds no 'MIG <profile>'"):
+        mig_gres_type("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB")
+
+
+# --------------------------------------------------------------------------- fixtures through the collector
+
+
+def test_dgx_h100_every_gpu_alone_behind_nvswitches(facts_of):
+    facts = facts_of("dgx-h100")
+    records = node_gres(facts, slurmd_hardware(DGX_C))
+    assert [r["type"] for r in records] == [H100] * 8
+    assert [r["file"] for r in records] == ["/dev/nvidia%d" % i for i in range(8)]
+    assert [r["uuid"] for r in records] == [gpu["uuid"] for gpu in facts["gpus"]]
+    # NVSwitch links end at a switch's bus, never at a GPU's: Slurm counts none
+    assert [r["links"] for r in records] == [",".join("-1" if j == i else "0" for j in range(8)) for i in range(8)]
+    assert [r["cores"] for r in records] == ["0-55"] * 4 + ["56-111"] * 4
+    assert [r["cpu_affinity"] for r in records] == ["0-55,112-167"] * 4 + ["56-111,168-223"] * 4
+    assert {(r["name"], r["count"], r["mig_index"]) for r in records} == {("gpu", 1, None)}
+    assert [r["index"] for r in records] == list(range(8))
+    assert gres_summary(records) == "gpu:%s:8" % H100
+    assert gres_conf_lines(records, False)[:2] == [
+        "AutoDetect=off", "Name=gpu Type=%s File=/dev/nvidia0 Cores=0-55 Links=-1,0,0,0,0,0,0,0" % H100]
+    assert gres_conf_lines(records, True) == ["AutoDetect=nvml"]
+    assert [r["cores"] for r in node_gres(facts)] == [None] * 8  # without hardware
+
+
+def test_dgx_a100_mig_devices_take_their_gpus_place(facts_of):
+    facts = facts_of("dgx-a100-mig")
+    # a DGX A100: 2x 64 cores, SMT
+    hardware = slurmd_hardware(DGX_C.replace("CPUs=224", "CPUs=256").replace("CoresPerSocket=56", "CoresPerSocket=64"))
+    records = node_gres(facts, hardware, mig_minors())
+    gpu0 = [r for r in records if r["index"] == 0]
+    assert [r["type"] for r in gpu0] == ["nvidia_a100_1g.10gb"] * 7
+    assert [r["mig_index"] for r in gpu0] == list(range(7))
+    assert [r["uuid"] for r in gpu0] == [d["uuid"] for d in facts["gpus"][0]["mig_devices"]]
+    # GPU 0 is /dev/nvidia2 (minor 2); its GPU instances 7..13, compute instance 0 each
+    assert [r["file"] for r in gpu0] == ["/dev/nvidia2,/dev/nvidia-caps/nvidia-cap%d,/dev/nvidia-caps/nvidia-cap%d"
+                                         % (3 + 270 + gi * 9, 4 + 270 + gi * 9) for gi in range(7, 14)]
+    assert {r["links"] for r in gpu0} == {None}
+    assert {r["cores"] for r in gpu0} == {"0-63"}
+    gpu1 = [r for r in records if r["index"] == 1]
+    assert [r["type"] for r in gpu1] == ["nvidia_a100_3g.40gb", "nvidia_a100_2g.20gb", "nvidia_a100_1g.10gb"]
+    whole = [r for r in records if r["mig_index"] is None]
+    assert [(r["index"], r["type"]) for r in whole] == [(i, "nvidia_a100-sxm4-80gb") for i in range(2, 8)]
+    assert whole[0]["links"] == "0,0,-1,0,0,0,0,0"
+    assert gres_summary(records) == ("gpu:nvidia_a100_1g.10gb:8,gpu:nvidia_a100_3g.40gb:1,gpu:nvidia_a100_2g.20gb:1,"
+                                     "gpu:nvidia_a100-sxm4-80gb:6")
+    lines = gres_conf_lines(records, False)
+    assert lines[1] == ("Name=gpu Type=nvidia_a100_1g.10gb MultipleFiles=/dev/nvidia2,/dev/nvidia-caps/nvidia-cap336,"
+                        "/dev/nvidia-caps/nvidia-cap337 Cores=0-63")
+    assert lines[11] == "Name=gpu Type=nvidia_a100-sxm4-80gb File=/dev/nvidia0 Cores=0-63 Links=0,0,-1,0,0,0,0,0"
+
+
+def test_mig_devices_without_mig_minors_have_no_files(facts_of):
+    records = node_gres(facts_of("dgx-a100-mig"))
+    assert [r["file"] for r in records if r["mig_index"] is not None] == [None] * 10
+    assert gres_conf_lines(records, True) == ["AutoDetect=nvml"]
+    with pytest.raises(SlurmError, match=r"^GPU 0 MIG device 0: no device file; .*/proc/driver/nvidia-caps/mig-minors"):
+        gres_conf_lines(records, False)
+
+
+def test_a_mig_device_mig_minors_lacks_is_refused(facts_of):
+    text = mig_minors().replace("gpu3/gi3/ci0/access", "gpu3/gi3/ci1/acces")  # GPU 1 (minor 3), its 2g.20gb
+    with pytest.raises(SlurmError, match=r"^GPU 1 MIG device 1: mig-minors has no gpu3/gi3/ci0/access, so slurmd "
+                                         r"would skip this MIG device$"):
+        node_gres(facts_of("dgx-a100-mig"), None, text)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("config 1\nmonitor\n", r"^mig_minors line 2 is not '<name> <minor>': 'monitor'$"),
+    ("gpu0/gi1/access twelve\n", r"^mig_minors line 1 is not"),
+    (b"config 1\n", r"^mig_minors must be the text of /proc/driver/nvidia-caps/mig-minors, got bytes$"),
+])
+def test_malformed_mig_minors(text, message):
+    with pytest.raises(SlurmError, match=message):
+        parse_mig_minors(text)
+
+
+def test_mig_minors_blank_lines_are_nothing():
+    assert parse_mig_minors("\nconfig 1\n\n  gpu0/gi1/access 12  \n") == {"config": 1, "gpu0/gi1/access": 12}
+
+
+def test_pcie_l40s_without_nvlink(facts_of):
+    records = node_gres(facts_of("pcie-l40s"), slurmd_hardware(L40S_C))
+    assert [(r["type"], r["file"], r["links"], r["cores"]) for r in records] == [
+        ("nvidia_l40s", "/dev/nvidia0", "-1,0", "0-31"), ("nvidia_l40s", "/dev/nvidia1", "0,-1", "32-63")]
+    # what slurmd -C's own autodetection printed
+    assert gres_summary(records) == slurmd_hardware(L40S_C)["gres"] == "gpu:nvidia_l40s:2"
+
+
+def test_a_node_without_gpus_has_no_records(facts_of):
+    records = node_gres(facts_of("no-gpu"))
+    assert records == [] and gres_summary(records) == ""
+    assert gres_conf_lines(records, False) == ["AutoDetect=off"]
+    assert "Gres=" not in node_line("cpu01", slurmd_hardware(DGX_C), records)
+
+
+@pytest.mark.parametrize("fixture, message", [
+    ("driver-not-loaded", r"^NVML is not usable on this node, so slurmd cannot detect its GPUs: the NVIDIA kernel "
+                          r"driver is not loaded"),
+    ("gpu-lost", r"^GPU 2 is lost \(NVML error 15\): slurmd cannot detect it"),
+])
+def test_fixtures_of_broken_nodes_are_refused(facts_of, fixture, message):
+    with pytest.raises(SlurmError, match=message):
+        node_gres(facts_of(fixture))
+
+
+# --------------------------------------------------------------------------- hand-written facts
+
+
+def gpu(index, links=(), **fields):
+    """A GPU's facts as gpu_facts gives them; links are (active, remote bus id)."""
+    facts = {"index": index, "lost": False, "errors": [], "name": "NVIDIA A100-SXM4-40GB",
+             "uuid": "GPU-0000000%d-0000-0000-0000-000000000000" % index, "pci_bus_id": "0000:%02x:00.0" % (index + 1),
+             "minor_number": index, "mig_mode": False, "mig_devices": [], "cpu_affinity": "0-15",
+             "nvlinks": [{"index": n, "active": active, "remote_pci_bus_id": bus, "remote_type": "gpu"}
+                         for n, (active, bus) in enumerate(links)] or None}
+    facts.update(fields)
+    return facts
+
+
+def node(*gpus, **fields):
+    facts = {"pynvml_available": True, "nvml_available": True, "driver_loaded": True, "reason": None,
+             "driver_version": "535.161.08", "gpu_count": len(gpus), "gpus": list(gpus), "errors": []}
+    facts.update(fields)
+    return facts
+
+
+def bus(index, nvml_style=False):
+    return ("00000000:%02X:00.0" if nvml_style else "0000:%02x:00.0") % (index + 1)
+
+
+def test_nvlink_bridges_count_per_pair():
+    """Four GPUs, every pair joined by two links (as on an HGX A100 4-GPU board); a link down, one to a bus that is
+    no GPU, and one to itself do not count; remote bus ids in NVML's own spelling still match."""
+    gpus = [gpu(i, [(True, bus(j, nvml_style=j == 3)) for j in range(4) if j != i for _link in range(2)])
+            for i in range(4)]
+    gpus[0]["nvlinks"] += [{"index": 6, "active": False, "remote_pci_bus_id": bus(1), "remote_type": "gpu"},
+                           {"index": 7, "active": True, "remote_pci_bus_id": "0000:c1:00.0", "remote_type": "switch"},
+                           {"index": 8, "active": True, "remote_pci_bus_id": bus(0), "remote_type": "gpu"}]
+    assert [r["links"] for r in node_gres(node(*gpus))] == ["-1,2,2,2", "2,-1,2,2", "2,2,-1,2", "2,2,2,-1"]
+
+
+def test_nvlink_bridged_pairs():
+    """Two pairs of PCIe cards, each pair joined by an NVLink bridge of four links."""
+    gpus = [gpu(i, [(True, bus(i ^ 1))] * 4) for i in range(4)]
+    assert [r["links"] for r in node_gres(node(*gpus))] == ["-1,4,0,0", "4,-1,0,0", "0,0,-1,4", "0,0,4,-1"]
+
+
+def test_minor_numbers_need_not_follow_the_index():
+    records = node_gres(node(gpu(0, minor_number=3), gpu(1, minor_number=0)))
+    assert [(r["index"], r["file"]) for r in records] == [(0, "/dev/nvidia3"), (1, "/dev/nvidia0")]
+
+
+def test_mig_devices_of_a_driver_before_470_42_01_are_named_by_their_gpu():
+    mig = {"index": 0, "uuid": "MIG-GPU-00000000-0000-0000-0000-000000000000/1/0", "name": "A100-SXM4-40GB MIG 7g.40gb",
+           "profile": "7g.40gb", "gpu_instance_id": 1, "compute_instance_id": 0}
+    facts = node(gpu(0, mig_mode=True, mig_devices=[mig], name="A100-SXM4-40GB"), driver_version="460.73.01")
+    (record,) = node_gres(facts, None, "gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n")
+    assert record["uuid"] == "MIG-GPU-00000000-0000-0000-0000-000000000000/1/0"
+    assert record["type"] == "a100_7g.40gb"
+    assert record["file"] == "/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13"
+
+
+def broken(change):
+    facts = node(gpu(0), gpu(1))
+    change(facts)
+    return facts
+
+
+@pytest.mark.parametrize("facts, message", [
+    (node(gpu(0), driver_loaded=False, reason="the NVIDIA kernel driver is not loaded (libnvidia-ml.so.1 is present)"),
+     r"^NVML is not usable on this node, so slurmd cannot detect its GPUs: the NVIDIA kernel driver is not loaded"),
+    (node(nvml_available=False, driver_loaded=False, gpu_count=0,
+          reason="libnvidia-ml.so.1 was not found: the NVIDIA driver is not installed"),
+     r"^NVML is not usable on this node, so slurmd cannot detect its GPUs: libnvidia-ml.so.1 was not found"),
+    (node(gpu_count=None, reason="NVML cannot count the GPUs: nvmlDeviceGetCount: Unknown Error (NVML error 999)"),
+     r"^NVML could not count the GPUs: NVML cannot count the GPUs: nvmlDeviceGetCount: Unknown Error"),
+    (node(errors=["nvmlSystemGetDriverVersion: Timeout (NVML error 10)"]),
+     r"^NVML counted no GPU but failed to answer: nvmlSystemGetDriverVersion: Timeout"),
+    (node(gpu(0), gpu_count=2), r"^gpu_count is 2 but the facts list 1 GPUs$"),
+    (broken(lambda f: f["gpus"][1].update(lost=True, name=None)), r"^GPU 1 is lost \(NVML error 15\)"),
+    (broken(lambda f: f["gpus"][1].update(error="nvmlDeviceGetHandleByIndex: Unknown Error (NVML error 999)")),
+     r"^GPU 1 could not be read: nvmlDeviceGetHandleByIndex: Unknown Error"),
+    (broken(lambda f: f["gpus"][0].update(errors=["nvmlDeviceGetCpuAffinity: Timeout (NVML error 10)"])),
+     r"^GPU 0: NVML failed to answer what slurmd reads: nvmlDeviceGetCpuAffinity: Timeout"),
+    (broken(lambda f: f["gpus"][1].update(name=None)), r"^GPU 1: NVML gave no name$"),
+    (broken(lambda f: f["gpus"][1].update(minor_number=None)), r"^GPU 1: NVML gave no minor_number$"),
+    (broken(lambda f: f["gpus"][0].update(uuid=None)), r"^GPU 0: NVML gave no uuid$"),
+    (broken(lambda f: f["gpus"][0].update(pci_bus_id=None)), r"^GPU 0: NVML gave no pci_bus_id$"),
+    (broken(lambda f: f["gpus"][0].pop("nvlinks")),
+     r"^GPU 0: the facts lack nvlinks; gather the nvlink subset of accelops.gpu.gpu_facts$"),
+    (broken(lambda f: f["gpus"][1].pop("cpu_affinity")), r"^GPU 1: the facts lack cpu_affinity; gather the topology"),
+    (broken(lambda f: f["gpus"][0].update(mig_mode=True)),
+     r"^GPU 0 \(/dev/nvidia0\) is in MIG mode without MIG devices: slurmd logs an error and offers the whole GPU"),
+    (broken(lambda f: f["gpus"][0].update(mig_mode=True, mig_devices=[{"index": 0, "name": "x MIG 1g.5gb"}])),
+     r"^GPU 0 MIG device 0: NVML gave no uuid$"),
+    (broken(lambda f: f["gpus"][1].update(name="NVIDIA A100:SXM4")), r"^GPU 1: Slurm's type 'nvidia_a100:sxm4' for "),
+    (broken(lambda f: f["gpus"].reverse()), r"^GPU 0: the facts' entry is not a GPU of index 0$"),
+    ([], r"^facts must be ansible_facts.nvidia as accelops.gpu.gpu_facts returns it \(a dict\), got list$"),
+])
+def test_facts_that_are_no_description_are_refused(facts, message):
+    with pytest.raises(SlurmError, match=message):
+        node_gres(facts)
+
+
+def test_errors_slurmd_does_not_read_do_not_matter():
+    facts = node(gpu(0, errors=["nvmlDeviceGetTemperature: Timeout (NVML error 10)"]))
+    assert node_gres(facts)[0]["type"] == "nvidia_a100-sxm4-40gb"
+
+
+# --------------------------------------------------------------------------- cores
+
+
+def hw(sockets, cores_per_socket, threads, boards=1):
+    return {"cpus": boards * sockets * cores_per_socket * threads, "boards": boards, "sockets_per_board": sockets,
+            "sockets": boards * sockets, "cores_per_socket": cores_per_socket, "threads_per_core": threads,
+            "real_memory": 1024}
+
+
+@pytest.mark.parametrize("cpus, hardware, expected", [
+    ("0-55,112-167", hw(2, 56, 2), "0-55"),
+    ("56-111,168-223", hw(2, 56, 2), "56-111"),
+    ("0-15", hw(2, 16, 1), "0-15"),  # no SMT
+    ("3,35", hw(2, 16, 2), "3"),  # a core and its sibling
+    ("0-7,32-39", hw(4, 8, 2), "0-7"),  # four sockets, each its own NUMA node
+    ("0-3,16-19", hw(2, 4, 2, boards=2), "0-3"),  # two boards of two sockets
+    ("0-55,112-167", hw(2, 28, 2), None),  # CPUs this node does not have: the affinity does not fit it
+    ("0-55", None, None),  # no hardware
+    (None, hw(2, 56, 2), None),  # NVML gave no affinity
+])
+def test_cores(cpus, hardware, expected):
+    assert cores(cpus, hardware) == expected
+
+
+@pytest.mark.parametrize("cpus, hardware, message", [
+    ("0-x", hw(1, 2, 1), r"^GPU 3: cpu_affinity must be a cpulist such as 0-55,112-167, got '0-x'$"),
+    ("0", dict(hw(1, 2, 1), cores_per_socket=0), r"^hardware: cores_per_socket must be a positive whole number"),
+    ("0", dict(hw(1, 2, 1), cpus=True), r"^hardware: cpus must be a positive whole number, got True$"),
+    ("0", dict(hw(1, 2, 1), sockets=3), r"^hardware: sockets \(3\) must be boards times sockets_per_board \(1\)$"),
+    ("0", "CPUs=2", r"^hardware must be what slurm_hardware reads from slurmd -C \(a dict\), got str$"),
+])
+def test_bad_cores_input(cpus, hardware, message):
+    with pytest.raises(SlurmError, match=message):
+        cores(cpus, hardware, "GPU 3")
+
+
+# --------------------------------------------------------------------------- slurmd -C and node lines
+
+
+@pytest.mark.parametrize("text, expected", [
+    (DGX_C, {"name": "dgx01", "cpus": 224, "boards": 1, "sockets_per_board": 2, "sockets": 2, "cores_per_socket": 56,
+             "threads_per_core": 2, "real_memory": 2063937, "gres": None}),
+    (L40S_C, {"name": "l40s-07", "cpus": 128, "boards": 1, "sockets_per_board": 2, "sockets": 2,
+              "cores_per_socket": 32, "threads_per_core": 2, "real_memory": 515614, "gres": "gpu:nvidia_l40s:2"}),
+    ("NodeName=node1 CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=7940",
+     {"name": "node1", "cpus": 2, "boards": 1, "sockets_per_board": 1, "sockets": 1, "cores_per_socket": 2,
+      "threads_per_core": 1, "real_memory": 7940, "gres": None}),
+    ("\n  NodeName=big CPUs=256 Boards=2 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=1  \n",
+     {"name": "big", "cpus": 256, "boards": 2, "sockets_per_board": 2, "sockets": 4, "cores_per_socket": 32,
+      "threads_per_core": 2, "real_memory": 1, "gres": None}),
+])
+def test_slurmd_hardware(text, expected):
+    assert slurmd_hardware(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", r"^slurmd -C should print 'NodeName=<name> CPUs=<n> .*' first, got ''$"),
+    ("slurmd: error: Unable to read slurm.conf\n", r"got 'slurmd: error: Unable to read slurm.conf'$"),
+    ("NodeName=n CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 RealMemory=7940", r"^slurmd -C should print"),
+    ("NodeName=n CPUs=0 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=7940",
+     r"^hardware: cpus must be a positive whole number, got 0$"),
+    (None, r"^the input must be what slurmd -C printed, got NoneType$"),
+])
+def test_slurmd_hardware_refuses_anything_else(text, message):
+    with pytest.raises(SlurmError, match=message):
+        slurmd_hardware(text)
+
+
+def test_two_kinds_of_nodes_in_one_cluster(facts_of):
+    dgx = node_gres(facts_of("dgx-h100"), slurmd_hardware(DGX_C))
+    l40s = node_gres(facts_of("pcie-l40s"), slurmd_hardware(L40S_C))
+    assert node_line("dgx01", slurmd_hardware(DGX_C), dgx, addr="10.0.0.11") == (
+        "NodeName=dgx01 NodeAddr=10.0.0.11 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 "
+        "RealMemory=2063937 Gres=gpu:nvidia_h100_80gb_hbm3:8 State=UNKNOWN")
+    extra = {"Features": "l40s,pcie", "Weight": 10}
+    assert node_line("l40s-07", slurmd_hardware(L40S_C), l40s, port=6818, extra=extra) == (
+        "NodeName=l40s-07 Port=6818 CPUs=128 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2 "
+        "RealMemory=515614 Gres=gpu:nvidia_l40s:2 Features=l40s,pcie Weight=10 State=UNKNOWN")
+
+
+@pytest.mark.parametrize("gres, value", [("gpu:nvidia_l40s:2", "Gres=gpu:nvidia_l40s:2"), ("", None),
+                                         ("gpu:2,gpu:nvidia_a100_1g.10gb:7", "Gres=gpu:2,gpu:nvidia_a100_1g.10gb:7")])
+def test_node_line_takes_a_gres_value(gres, value):
+    line = node_line("n1.cluster", hw(1, 2, 1), gres, addr="fe80::1", port="6818")
+    assert line.startswith("NodeName=n1.cluster NodeAddr=fe80::1 Port=6818 CPUs=2 ")
+    assert (value in line.split()) if value else "Gres=" not in line
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    (("node 1", hw(1, 2, 1), ""), {}, r"^name: a Slurm node name is letters, digits, .*; got 'node 1'$"),
+    (("n1\nNodeName=evil", hw(1, 2, 1), ""), {}, r"^name: "),
+    (("DEFAULT", hw(1, 2, 1), ""), {}, r"^name: .*not DEFAULT; got 'DEFAULT'$"),
+    (("-n1", hw(1, 2, 1), ""), {}, r"^name: "),
+    ((None, hw(1, 2, 1), ""), {}, r"^name: "),
+    (("n1", hw(1, 2, 1), ""), {"addr": "host name"}, r"^addr: give a host name or an IP address, got 'host name'$"),
+    (("n1", hw(1, 2, 1), ""), {"addr": "a..b"}, r"^addr: "),
+    (("n1", hw(1, 2, 1), ""), {"port": 0}, r"^port: give a port number from 1 to 65535, got 0$"),
+    (("n1", hw(1, 2, 1), ""), {"port": 65536}, r"^port: "),
+    (("n1", hw(1, 2, 1), ""), {"port": True}, r"^port: "),
+    (("n1", hw(1, 2, 1), ""), {"port": "68 18"}, r"^port: "),
+    (("n1", hw(1, 2, 1), "gpu:a b:2"), {}, r"^gres: give the records of slurm_node_gres or a Gres= value"),
+    (("n1", hw(1, 2, 1), "gpu:h100:0"), {}, r"^gres: "),
+    (("n1", hw(1, 2, 1), [{"name": "gpu", "type": "a=b"}]), {}, r"^GPU None: type 'a=b' is not a Slurm GRES type$"),
+    (("n1", {"cpus": 2}, ""), {}, r"^hardware: boards must be a positive whole number, got None$"),
+    (("n1", hw(1, 2, 1), ""), {"extra": {"State": "DOWN"}}, r"^extra: 'State' is not a node parameter this line may"),
+    (("n1", hw(1, 2, 1), ""), {"extra": {"Features": "a b"}}, r"^extra: Features='a b' holds characters slurm.conf "),
+    (("n1", hw(1, 2, 1), ""), {"extra": ["Weight=1"]}, r"^extra must be a dict of slurm.conf node parameters"),
+])
+def test_node_line_refuses_what_slurm_conf_cannot_hold(args, kwargs, message):
+    with pytest.raises(SlurmError, match=message):
+        node_line(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- gres.conf
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"file": "/dev/nvidia0 Cores=0"}, r"^GPU 0: file '/dev/nvidia0 Cores=0' is not a device path$"),
+    ({"file": 7}, r"^GPU 0: file 7 is not a device path$"),
+    ({"cores": "0-3\nName=gpu"}, r"^GPU 0: cores '0-3\\nName=gpu' is not a Slurm cores list$"),
+    ({"links": "-1,x"}, r"^GPU 0: links '-1,x' is not a Slurm links list$"),
+    ({"type": "h 100"}, r"^GPU 0: type 'h 100' is not a Slurm GRES type$"),
+])
+def test_gres_conf_refuses_what_it_cannot_hold(change, message):
+    record = dict(node_gres(node(gpu(0)))[0], **change)
+    with pytest.raises(SlurmError, match=message):
+        gres_conf_lines([record], False)
+
+
+@pytest.mark.parametrize("records, autodetect, message", [
+    ([], "yes", r"^autodetect must be true \(AutoDetect=nvml\) or false \(one line per device\), got 'yes'$"),
+    ("gpu:h100:8", True, r"^records must be the list slurm_node_gres returns, got 'gpu:h100:8'$"),
+    ([{"name": "mps", "type": "x"}], False, r"^records must be the list slurm_node_gres returns"),
+])
+def test_gres_conf_refuses_bad_arguments(records, autodetect, message):
+    with pytest.raises(SlurmError, match=message):
+        gres_conf_lines(records, autodetect)
+
+
+def test_a_gres_conf_line_without_cores_or_links():
+    record = dict(node_gres(node(gpu(0)))[0], links=None)
+    assert gres_conf_lines([record], False) == ["AutoDetect=off",
+                                                "Name=gpu Type=nvidia_a100-sxm4-40gb File=/dev/nvidia0"]
+
+
+# --------------------------------------------------------------------------- slurmd -G
+
+
+SLURMD_G = """\
+slurmd: debug:  gres/gpu: init: loaded
+slurmd: gpu/nvml: _get_system_gpu_list_nvml: 8 GPU system device(s) detected
+slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=1 Index=0 ID=7696487 File=/dev/nvidia0 Cores=0-55 \
+CoreCnt=224 Links=-1,0,0,0,0,0,0,0 Flags=HAS_FILE,HAS_TYPE,ENV_NVML
+Gres Name=gpu Type=nvidia_a100_3g.40gb Count=1 Index=427 ID=7696487 File=/dev/nvidia3,/dev/nvidia-caps/nvidia-cap426,\
+/dev/nvidia-caps/nvidia-cap427 Links=(null) Flags=HAS_FILE,HAS_TYPE,ENV_NVML
+[2025-03-01T10:00:00.123] Gres Name=gpu Type=(null) Count=2 ID=7696487 File=/dev/nvidia[4-5] Links=(null) \
+Flags=HAS_FILE
+slurmd: Gres Name=mps Type=(null) Count=200 ID=7959394 Links=(null) Flags=
+slurmd: Gres Name=gpu Type=nvidia_l40s Count=2 Flags=HAS_TYPE,ENV_NVML
+slurmd: error: Gres Name is not a line of ours
+"""
+
+
+def test_parse_slurmd_gres_reads_every_format():
+    assert parse_slurmd_gres(SLURMD_G) == [
+        {"name": "gpu", "type": H100, "count": 1, "index": 0, "file": "/dev/nvidia0", "cores": "0-55",
+         "links": "-1,0,0,0,0,0,0,0", "flags": ["HAS_FILE", "HAS_TYPE", "ENV_NVML"]},
+        {"name": "gpu", "type": "nvidia_a100_3g.40gb", "count": 1, "index": 427,
+         "file": "/dev/nvidia3,/dev/nvidia-caps/nvidia-cap426,/dev/nvidia-caps/nvidia-cap427", "links": None,
+         "flags": ["HAS_FILE", "HAS_TYPE", "ENV_NVML"]},
+        {"name": "gpu", "type": None, "count": 2, "file": "/dev/nvidia[4-5]", "links": None, "flags": ["HAS_FILE"]},
+        {"name": "mps", "type": None, "count": 200, "links": None, "flags": []},
+        {"name": "gpu", "type": "nvidia_l40s", "count": 2, "flags": ["HAS_TYPE", "ENV_NVML"]},
+    ]
+
+
+@pytest.mark.parametrize("text", ["", "slurmd: fatal: Unable to process configuration file\n"])
+def test_parse_slurmd_gres_without_gres_lines(text):
+    assert parse_slurmd_gres(text) == []
+
+
+def test_parse_slurmd_gres_wants_text():
+    with pytest.raises(SlurmError, match=r"^the input must be what slurmd -G printed, got list$"):
+        parse_slurmd_gres(["Gres Name=gpu"])
+
+
+@pytest.fixture
+def dgx(facts_of):
+    hardware = slurmd_hardware(DGX_C)
+    return node_gres(facts_of("dgx-h100"), hardware), hardware
+
+
+def test_slurmd_detecting_what_the_facts_expect_agrees(dgx):
+    records, hardware = dgx
+    assert gres_mismatch(records, slurmd_g(records, hardware)) == []
+    assert gres_mismatch([], "") == []
+
+
+def test_mig_node_agrees_with_its_own_lines(facts_of):
+    records = node_gres(facts_of("dgx-a100-mig"), None, mig_minors())
+    assert gres_mismatch(records, slurmd_g(records, {"cpus": 256})) == []
+
+
+def test_a_gpu_slurmd_does_not_find(dgx):
+    records, hardware = dgx
+    assert gres_mismatch(records, slurmd_g(records[:7], hardware)) == [
+        "GPU type nvidia_h100_80gb_hbm3: gres.conf/facts expect 8, slurmd -G detects 7",
+        "GPU 7 (/dev/nvidia7): expected as type nvidia_h100_80gb_hbm3, but slurmd -G lists no GPU with this File"]
+
+
+def test_another_type_other_links_and_an_extra_device(dgx):
+    records, hardware = dgx
+    seen = copy.deepcopy(records)
+    seen[2]["type"] = "nvidia_h100"
+    seen[5]["links"] = "0,0,0,0,0,-1,0,18"
+    seen.append(dict(seen[7], file="/dev/nvidia8", links=None))
+    assert gres_mismatch(records, slurmd_g(seen, hardware)) == [
+        "GPU type nvidia_h100: gres.conf/facts expect 0, slurmd -G detects 1",
+        "GPU 2 (/dev/nvidia2): type nvidia_h100_80gb_hbm3 expected, slurmd -G detects type nvidia_h100",
+        "GPU 5 (/dev/nvidia5): Links=0,0,0,0,0,-1,0,0 expected, slurmd -G detects Links=0,0,0,0,0,-1,0,18",
+        "slurmd -G lists a GPU of type nvidia_h100_80gb_hbm3 at Index=8 with File=/dev/nvidia8, which the facts do "
+        "not have"]
+
+
+def test_unknown_links_are_not_compared(dgx):
+    records, hardware = dgx
+    seen = [dict(record, links=None) for record in records]
+    assert gres_mismatch(records, slurmd_g(seen, hardware)) == []
+
+
+def test_counts_only_without_debug_flags(dgx):
+    records = dgx[0]
+    verbose = "slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=7 Flags=HAS_FILE,HAS_TYPE,ENV_NVML\n"
+    assert gres_mismatch(records, verbose) == [
+        "GPU type nvidia_h100_80gb_hbm3: gres.conf/facts expect 8, slurmd -G detects 7"]
+    assert gres_mismatch(records, verbose.replace("Count=7", "Count=8")) == []
+
+
+def test_no_gres_line_at_all_says_how_to_get_them(dgx):
+    assert gres_mismatch(dgx[0], "slurmd: debug:  Log file re-opened\n") == [
+        "GPU type nvidia_h100_80gb_hbm3: gres.conf/facts expect 8, slurmd -G detects 0",
+        "slurmd -G printed no Gres line: it prints them with DebugFlags=Gres in slurm.conf, or with -v"]
+
+
+def test_other_gres_are_not_compared(dgx):
+    records, hardware = dgx
+    text = slurmd_g(records, hardware) + "slurmd: Gres Name=mps Type=(null) Count=800 ID=7959394 Links=(null) Flags=\n"
+    assert gres_mismatch(records, text) == []
+    extra = ["slurmd -G lists a GPU of type nvidia_h100_80gb_hbm3 at Index=%d with File=/dev/nvidia%d, which the "
+             "facts do not have" % (i, i) for i in range(8)]
+    assert gres_mismatch([], text) == [
+        "GPU type nvidia_h100_80gb_hbm3: gres.conf/facts expect 0, slurmd -G detects 8", *extra]
+
+
+@pytest.mark.parametrize("detected, message", [
+    (42, r"^detected must be what slurmd -G printed or its parsed lines, got 42$"),
+    ([{"name": "gpu"}], r"^detected must be what slurmd -G printed or its parsed lines"),
+])
+def test_gres_mismatch_refuses_what_it_cannot_read(detected, message):
+    with pytest.raises(SlurmError, match=message):
+        gres_mismatch([], detected)
+
+
+def test_the_error_is_a_value_error():
+    assert issubclass(_slurm.SlurmError, ValueError)
+
+
+SCONTROL = [
+    "NodeName=gpu01 Arch=x86_64 CoresPerSocket=2 CPUAlloc=0 Gres=gpu:nvidia_h100_80gb_hbm3:8(S:0-1) NodeAddr=127.0.0.1 "
+    "State=IDLE ThreadsPerCore=1 Partitions=gpu",
+    "NodeName=gpu02 Arch=x86_64 Gres=gpu:nvidia_l40s:2(S:0-1) State=IDLE+DRAIN Partitions=gpu "
+    "Reason=gres/gpu count reported lower than configured (1 < 2) [slurm@2026-12-02T00:30:00]",
+    "NodeName=gpu03 Arch=x86_64 Gres=gpu:nvidia_l40s:2(S:0) State=IDLE+DRAIN Partitions=gpu "
+    "Reason=bad fan, ticket 42 [root@2026-12-02T00:30:00]",
+    "NodeName=gpu04 Arch=x86_64 Gres=(null) State=DOWN+NOT_RESPONDING Partitions=gpu Reason=Not responding "
+    "[slurm@2026-12-02T00:31:00]",
+]
+
+
+def test_parse_scontrol_nodes_reads_gres_state_and_reason():
+    nodes = _slurm.parse_scontrol_nodes(SCONTROL)
+    assert nodes["gpu01"] == {"name": "gpu01", "gres": "gpu:nvidia_h100_80gb_hbm3:8", "states": ["IDLE"],
+                              "reason": None, "reason_user": None}
+    assert nodes["gpu03"]["reason"] == "bad fan, ticket 42 [root@2026-12-02T00:30:00]"
+    assert nodes["gpu03"]["reason_user"] == "root"
+    assert nodes["gpu04"]["gres"] == ""
+
+
+def test_node_problems_names_slurm_drains_bad_states_and_gres_but_not_a_person_s_drain():
+    nodes = [{"name": "gpu01", "gres": "gpu:nvidia_h100_80gb_hbm3:8"},
+             {"name": "gpu02", "gres": "gpu:nvidia_l40s:2"},
+             {"name": "gpu03", "gres": "gpu:nvidia_l40s:2"},
+             {"name": "gpu04", "gres": "gpu:nvidia_l40s:2"},
+             {"name": "gpu05", "gres": ""}]
+    problems = _slurm.node_problems(SCONTROL, nodes)
+    assert problems == [
+        "gpu02: state IDLE+DRAIN, reason: gres/gpu count reported lower than configured (1 < 2) "
+        "[slurm@2026-12-02T00:30:00]",
+        "gpu04: the controller has Gres=(none), slurm.conf declares gpu:nvidia_l40s:2",
+        "gpu04: state DOWN+NOT_RESPONDING, reason: Not responding [slurm@2026-12-02T00:31:00]",
+        "gpu05: the controller does not know this node",
+    ]
+
+
+def test_node_problems_compares_gres_records():
+    records = [{"name": "gpu", "type": "nvidia_l40s", "index": i} for i in range(2)]
+    assert _slurm.node_problems(SCONTROL[2:3], [{"name": "gpu03", "gres": records}]) == []
+    assert _slurm.node_problems(SCONTROL[2:3], [{"name": "gpu03", "gres": records[:1]}]) == [
+        "gpu03: the controller has Gres=gpu:nvidia_l40s:2, slurm.conf declares gpu:nvidia_l40s:1"]
+
+
+@pytest.mark.parametrize("lines, nodes", [(42, []), (["x"], [{"name": "a"}]), (["x"], "a")])
+def test_node_problems_refuses_other_input(lines, nodes):
+    with pytest.raises(_slurm.SlurmError):
+        _slurm.node_problems(lines, nodes)
+
+
+def test_reason_stops_before_the_optional_fields_after_it():
+    line = ("NodeName=gpu01 Gres=gpu:t:1 State=IDLE+DRAIN Reason=fan check [root@2026-12-02T00:30:00] Comment=rack 4 "
+            "Extra=x")
+    assert _slurm.parse_scontrol_nodes([line])["gpu01"]["reason"] == "fan check [root@2026-12-02T00:30:00]"
+    line = "NodeName=gpu01 Gres=gpu:t:1 State=IDLE+DRAIN Reason=no time here Topology=a:b"
+    assert _slurm.parse_scontrol_nodes([line])["gpu01"]["reason"] == "no time here"
+
+
+LOST = {"gpu": 3, "code": "gpu_lost", "severity": "critical", "message": "GPU 3 is lost: it fell off the bus"}
+HOT = {"gpu": 1, "code": "temperature_slowdown", "severity": "warning", "message": "GPU 1 is at 91 C"}
+HEALTH_NODES = [
+    "NodeName=a Gres=gpu:t:8 State=IDLE",
+    "NodeName=b Gres=gpu:t:8 State=IDLE+DRAIN Reason=fan check, ticket 7 [root@2026-12-02T00:30:00]",
+    "NodeName=c Gres=gpu:t:8 State=MIXED+DRAIN Reason=accelops-gpu: GPU 3 is lost: it fell off the bus "
+    "[root@2026-12-02T00:30:00]",
+    "NodeName=d Gres=gpu:t:8 State=IDLE+DRAIN Reason=accelops-gpu: GPU 0 is lost [root@2026-12-02T00:30:00]",
+    "NodeName=e Gres=gpu:t:8 State=ALLOCATED",
+    "NodeName=f Gres=gpu:t:8 State=IDLE Reason=accelops-gpu: GPU 0 is lost [root@2026-12-02T00:30:00]",
+]
+
+
+@pytest.mark.parametrize("name, verdict, findings, drain_on, expected", [
+    # A sick node is drained with its findings as the reason.
+    ("a", "critical", [HOT, LOST], "critical",
+     [{"node": "a", "action": "drain", "reason": "accelops-gpu: GPU 3 is lost: it fell off the bus"}]),
+    ("a", "warning", [HOT], "warning",
+     [{"node": "a", "action": "drain", "reason": "accelops-gpu: GPU 1 is at 91 C"}]),
+    # Below the chosen severity nothing happens.
+    ("a", "warning", [HOT], "critical", []),
+    ("a", "ok", [], "critical", []),
+    # A person's drain is never touched, sick or healthy.
+    ("b", "critical", [LOST], "critical", []),
+    ("b", "ok", [], "critical", []),
+    # Ours: kept while the same finding holds, resumed when healthy, given the new reason when it changed.
+    ("c", "critical", [LOST], "critical", []),
+    ("c", "ok", [], "critical", [{"node": "c", "action": "resume", "reason": None}]),
+    ("c", "warning", [HOT], "critical", [{"node": "c", "action": "resume", "reason": None}]),
+    # Slurm keeps the reason after a resume: a resumed node of ours is not resumed again.
+    ("f", "ok", [], "critical", []),
+    ("d", "critical", [LOST], "critical",
+     [{"node": "d", "action": "drain", "reason": "accelops-gpu: GPU 3 is lost: it fell off the bus"}]),
+    # A busy node is drained too: its jobs finish, no new one starts.
+    ("e", "critical", [LOST], "critical",
+     [{"node": "e", "action": "drain", "reason": "accelops-gpu: GPU 3 is lost: it fell off the bus"}]),
+    # No verdict to act on.
+    ("a", "unknown", [], "critical", []),
+    ("zz", "critical", [LOST], "critical", []),
+])
+def test_health_actions(name, verdict, findings, drain_on, expected):
+    verdicts = [{"name": name, "verdict": verdict, "findings": findings}]
+    assert _slurm.health_actions(HEALTH_NODES, verdicts, drain_on) == expected
+
+
+def test_health_reason_is_one_printable_line_of_bounded_length():
+    finding = {"severity": "critical", "message": "bad\nline\x00" + "x" * 400}
+    [action] = _slurm.health_actions(HEALTH_NODES[:1], [{"name": "a", "verdict": "critical", "findings": [finding]}])
+    assert action["reason"].startswith("accelops-gpu: bad line ")
+    assert len(action["reason"]) == _slurm.HEALTH_REASON_MAX
+    assert all(" " <= char <= "~" for char in action["reason"])
+
+
+@pytest.mark.parametrize("args", [
+    ([], [], "never", "accelops-gpu:"),
+    ([], [], "critical", "bad prefix"),
+    ([], [{"verdict": "ok"}], "critical", "accelops-gpu:"),
+    (7, [], "critical", "accelops-gpu:"),
+])
+def test_health_actions_refuses_bad_input(args):
+    with pytest.raises(_slurm.SlurmError):
+        _slurm.health_actions(*args)
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+@pytest.mark.parametrize("addr", ["fe80::1%eth0", "fe80::1%x\nNodeName=evil State=IDLE", "fe80::1%eth0 Gres=gpu:x:9"])
+def test_an_ipv6_scope_is_no_address(addr):
+    """Python reads any text after "%" as an IPv6 scope, blanks and newlines included."""
+    with pytest.raises(SlurmError, match=r"^addr: give a host name or an IP address, got "):
+        node_line("n1", hw(1, 2, 1), "", addr=addr)
+
+
+@pytest.mark.parametrize("extra", [{"STATE": "DRAIN"}, {"GRES": "gpu:x:9"}, {"Nodename": "x"},
+                                   {"Weight": 1, "WEIGHT": 2}])
+def test_extra_keys_are_compared_as_slurm_does_without_case(extra):
+    with pytest.raises(SlurmError, match=r"^extra: '[A-Za-z]+' is not a node parameter this line may add"):
+        node_line("n1", hw(1, 2, 1), "", extra=extra)
+
+
+@pytest.mark.parametrize("kind", ["nvidia_a100(sxm4)", "a(b)"])
+def test_a_type_with_parentheses_is_refused(kind):
+    """scontrol prints a node's Gres as gpu:<type>:<count>(S:0-1): a type with a parenthesis would read back wrong."""
+    with pytest.raises(SlurmError, match=r"^GPU 0: "):
+        node_gres(node(gpu(0, name=kind)))
+    with pytest.raises(SlurmError, match=r"^gres: "):
+        node_line("n1", hw(1, 2, 1), "gpu:%s:1" % kind)
+
+
+def test_a_descending_cpu_range_is_refused():
+    with pytest.raises(SlurmError, match=r"^GPU 0: cpu_affinity must be a cpulist such as 0-55,112-167 \(each range "
+                                         r"ascending\), got '5-3'$"):
+        cores("5-3", hw(1, 8, 1), "GPU 0")
+
+
+@pytest.mark.parametrize("cpus, hardware", [
+    ("0-111", hw(2, 56, 2)),  # hyperthread siblings side by side (0 and 1 share a core): not Linux's usual numbering
+    ("0-55,112-167", dict(hw(2, 56, 2), cpus=200)),  # CPUs that are not sockets x cores x threads (some offline)
+    ("0-55", hw(2, 56, 2)),  # only the first thread of each core
+])
+def test_cores_are_not_guessed_where_the_numbering_does_not_fit(cpus, hardware):
+    assert cores(cpus, hardware) is None
+
+
+def test_a_huge_cpu_range_is_not_expanded():
+    assert cores("0-%d" % 10 ** 12, hw(2, 56, 2)) is None  # off the node, answered without a set of 10**12 CPUs
+
+
+def test_counts_slurm_cannot_hold_are_refused():
+    with pytest.raises(SlurmError, match=r"^hardware: cpus must be at most 65535, got 99999999999999999999$"):
+        slurmd_hardware("NodeName=x CPUs=99999999999999999999 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 "
+                        "ThreadsPerCore=1 RealMemory=10")
+
+
+def pci(index, driver="nvidia", kind="gpu"):
+    return {"pci_bus_id": bus(index), "kind": kind, "driver": driver, "vendor_id": "0x10de"}
+
+
+@pytest.mark.parametrize("devices", [
+    None,  # the pci subset was not gathered
+    [],
+    [pci(0), pci(1)],
+    [dict(pci(0), pci_bus_id=bus(0, nvml_style=True)), pci(1)],
+    [pci(0), pci(1), pci(2, driver="vfio-pci")],  # handed to a virtual machine: not this node's
+    [pci(0), pci(1), pci(2, driver=None)],  # no driver bound
+    [pci(0), pci(1), pci(8, kind="nvswitch")],
+])
+def test_gpus_on_the_bus_that_nvml_lists(devices):
+    assert len(node_gres(node(gpu(0), gpu(1), pci_devices=devices))) == 2
+
+
+def test_a_gpu_the_driver_holds_but_nvml_does_not_list_is_refused():
+    """A GPU that dropped out of NVML (but not off the bus) would quietly leave slurm.conf with one GPU fewer."""
+    facts = node(gpu(0), gpu(1), pci_devices=[pci(0), pci(1), pci(2), pci(3, driver="vfio-pci")])
+    with pytest.raises(SlurmError, match=r"^the nvidia driver holds 1 GPU\(s\) that NVML does not list "
+                                         r"\(0000:03:00.0\): slurmd would not detect them"):
+        node_gres(facts)
+
+
+def test_a_gpu_count_that_is_no_number_is_refused():
+    with pytest.raises(SlurmError, match=r"^gpu_count is True but the facts list 1 GPUs$"):
+        node_gres(node(gpu(0), gpu_count=True))
+
+
+@pytest.mark.parametrize("reason", [
+    "accelops-gpu: GPU 3 is lost NodeName=gpu10 State=IDLE Gres=gpu:t:1",
+    "accelops-gpu: GPU 3 is lost [x@y] z",
+    "accelops-gpu: GPU 3 is lost [x@y]",
+    "fan check, Comment=see State=IDLE",
+])
+def test_a_reason_cannot_pass_for_other_fields(reason):
+    """A reason is free text: what it holds is neither the node's name, state or Gres, nor who set it."""
+    line = ("NodeName=gpu1 Arch=x86_64 Gres=gpu:t:8(S:0-1) State=IDLE+DRAIN Partitions=gpu Reason=%s "
+            "[root@2026-12-02T00:30:00] Comment=rack 4 [bob@2026-12-01T00:00:00] Extra=State=DOWN" % reason)
+    assert _slurm.parse_scontrol_nodes([line]) == {"gpu1": {
+        "name": "gpu1", "gres": "gpu:t:8", "states": ["IDLE", "DRAIN"], "reason_user": "root",
+        "reason": "%s [root@2026-12-02T00:30:00]" % reason}}
+
+
+def test_a_finding_with_brackets_keeps_its_drain_as_it_is():
+    """The reason set once is read back as the same reason: the next run does not drain the node again."""
+    finding = {"severity": "critical", "message": "GPU 3 [0000:1a:00.0] is lost [xid@79]"}
+    verdicts = [{"name": "a", "verdict": "critical", "findings": [finding]}]
+    [action] = _slurm.health_actions(HEALTH_NODES[:1], verdicts)
+    assert action["reason"] == "accelops-gpu: GPU 3 [0000:1a:00.0] is lost [xid@79]"
+    drained = "NodeName=a Gres=gpu:t:8 State=IDLE+DRAIN Reason=%s [root@2026-12-02T00:30:00]" % action["reason"]
+    assert _slurm.health_actions([drained], verdicts) == []
+
+
+@pytest.mark.parametrize("findings", [["GPU 3 is lost"], "GPU 3 is lost", [None]])
+def test_health_findings_that_are_not_gpu_health_s_are_refused(findings):
+    with pytest.raises(SlurmError, match=r"^verdicts must be a list of \{name, verdict, findings\}"):
+        _slurm.health_actions(HEALTH_NODES[:1], [{"name": "a", "verdict": "critical", "findings": findings}])
+
+
+def test_node_problems_wants_node_names():
+    with pytest.raises(SlurmError, match=r"^nodes must be a list of \{name, gres\}"):
+        _slurm.node_problems(SCONTROL, [{"name": None, "gres": ""}])
+
+
+def test_a_node_judged_twice_is_refused():
+    """Two hosts with one slurm_node_name: one sick, one healthy would drain and resume the node in one run."""
+    verdicts = [{"name": "c", "verdict": "critical", "findings": [LOST]},
+                {"name": "c", "verdict": "ok", "findings": []}]
+    with pytest.raises(SlurmError, match=r"^verdicts: each node once, but c come more than once$"):
+        _slurm.health_actions(HEALTH_NODES, verdicts)
