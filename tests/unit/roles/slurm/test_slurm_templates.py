@@ -1,0 +1,127 @@
+"""slurm's slurm.conf, gres.conf and cgroup.conf templates and the patterns its preflight checks values with, rendered
+by Ansible's own templating."""
+
+from __future__ import annotations
+
+import base64
+import re
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from rolevars import preflight_task
+
+from simnode import ROOT
+
+ROLE = ROOT / "roles" / "slurm"
+H100 = ("NodeName=dgx01 NodeAddr=10.0.0.11 Port=6818 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 "
+        "ThreadsPerCore=2 RealMemory=2063937 Gres=gpu:nvidia_h100_80gb_hbm3:8 State=UNKNOWN")
+L40S = ("NodeName=pcie01 CPUs=128 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=515000 "
+        "Gres=gpu:nvidia_l40s:2 State=UNKNOWN")
+
+
+def render(name, **variables):
+    loader = DataLoader()
+    values = {}
+    for part in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml"):
+        values.update(loader.load_from_file(str(ROLE / part), trusted_as_template=True))
+    values.update({
+        "ansible_managed": "Ansible managed", "inventory_hostname": "ctl", "inventory_hostname_short": "ctl",
+        "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01", "pcie01"]},
+        "__slurm_controller": {"name": "ctl", "hostname": "ctl", "address": ""},
+        "__slurm_cluster": {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu",
+                            "partition_default": True, "cgroups": "auto"},
+        "__slurm_node_lines": [H100, L40S], "__slurm_node_names": ["dgx01", "pcie01"],
+        "__slurm_confine": True, "__slurm_gres_lines": [],
+    })
+    values.update(variables)
+    return str(Templar(loader=loader, variables=values).template(
+        trust_as_template((ROLE / "templates" / name).read_text())))
+
+
+def settings(text):
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_slurm_conf_describes_the_cluster_with_two_kinds_of_node():
+    lines = settings(render("slurm.conf.j2"))
+    assert "ClusterName=gpucluster" in lines
+    assert "SlurmctldHost=ctl" in lines
+    assert "SlurmUser=slurm" in lines
+    assert "GresTypes=gpu" in lines
+    assert "SelectType=select/cons_tres" in lines
+    assert lines.index(H100) < lines.index(L40S)
+    assert lines[-1] == "PartitionName=gpu Nodes=dgx01,pcie01 Default=YES MaxTime=INFINITE State=UP"
+    assert "ProctrackType=proctrack/cgroup" in lines
+    assert "TaskPlugin=task/cgroup,task/affinity" in lines
+    assert not any(line.startswith("DebugFlags") for line in lines)
+
+
+def test_slurm_conf_in_a_container_and_for_the_check():
+    lines = settings(render("slurm.conf.j2", __slurm_confine=False, __slurm_candidate=True,
+                            __slurm_controller={"name": "ctl", "hostname": "ctl", "address": "127.0.0.1"},
+                            __slurm_cluster={"name": "gpucluster", "slurmctld_port": 16817, "partition": "gpu",
+                                             "partition_default": False, "cgroups": "auto"}))
+    assert "ProctrackType=proctrack/linuxproc" in lines
+    assert "TaskPlugin=task/affinity" in lines
+    assert "DebugFlags=Gres" in lines
+    assert "SlurmctldHost=ctl(127.0.0.1)" in lines
+    assert "SlurmctldPort=16817" in lines
+    assert lines[-1].endswith("Default=NO MaxTime=INFINITE State=UP")
+
+
+def test_gres_and_cgroup_conf():
+    gres = ["AutoDetect=off", "Name=gpu Type=nvidia_l40s File=/dev/nvidia0 Cores=0-31 Links=-1,0"]
+    assert settings(render("gres.conf.j2", __slurm_gres_lines=gres)) == gres
+    assert settings(render("cgroup.conf.j2")) == ["CgroupPlugin=autodetect", "ConstrainCores=yes",
+                                                  "ConstrainDevices=yes", "ConstrainRAMSpace=yes"]
+    assert settings(render("slurmd-options.j2", slurm_node_name="dgx01")) == ['SLURMD_OPTIONS="-N dgx01"']
+
+
+PATTERNS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+
+
+@pytest.mark.parametrize("name, good, bad", [
+    ("__slurm_cluster_pattern", ["gpucluster", "ml-prod_2"], ["GPU", "a\nb", "a b", "x" * 41, "", "a\x00"]),
+    ("__slurm_name_pattern", ["dgx01", "node-1.rack2", "gpu_a"], ["", "-x", "a b", "a\n", "a,b", "a=b", "n" * 65]),
+])
+def test_name_patterns_accept_slurm_names_only(name, good, bad):
+    pattern = re.compile(PATTERNS[name])
+    assert all(pattern.search(value) for value in good)
+    assert not any(pattern.search(value) for value in bad)
+
+
+def test_preflight_checks_every_value_written_into_slurm_conf():
+    task = preflight_task("slurm", "Check the values written into slurm.conf")
+    checked = {item["name"] for item in task["loop"]}
+    assert checked == {"slurm_cluster_name", "slurm_partition_name", "slurm_node_name", "slurm_node_address",
+                       "slurm_slurmd_port", "slurm_slurmctld_port"}
+    address = next(item for item in task["loop"] if item["name"] == "slurm_node_address")["pattern"]
+    assert re.search(address, "") and re.search(address, "10.0.0.1") and re.search(address, "fd00::1")
+    assert not re.search(address, "a\nb") and not re.search(address, "a b")
+
+
+def munge_key_ok(key):
+    """The preflight's munge key check, rendered as the role renders it."""
+    task = preflight_task("slurm", "Check the munge key")
+    variables = {"slurm_munge_key": key}
+    variables.update({name: trust_as_template(value) for name, value in task["vars"].items()})
+    templar = Templar(loader=DataLoader(), variables=variables)
+    tests = task["ansible.builtin.assert"]["that"]
+    return all(templar.template(trust_as_template("{{ %s }}" % test)) for test in tests)
+
+
+@pytest.mark.parametrize("key, ok", [
+    ("", True),
+    (base64.b64encode(bytes(range(32))).decode(), True),
+    # Bytes that are valid UTF-8 (two bytes per character) still count as 32 bytes.
+    (base64.b64encode(b"\xc3\xa9" * 16).decode(), True),
+    (base64.b64encode(b"k" * 1024).decode() + "\n", True),
+    (base64.b64encode(b"k" * 31).decode(), False),
+    (base64.b64encode(b"k" * 33).decode()[:-1], False),
+    ("not base64 at all, not base64 at all, not base64!", False),
+    ("a" * 43 + "\x00", False),
+])
+def test_munge_key_check(key, ok):
+    assert munge_key_ok(key) is ok
