@@ -7,8 +7,9 @@ VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
 BUILD := $(CURDIR)/build
 FAKENVML := $(BUILD)/fakenvml/libnvidia-ml.so.1
-# Keep molecule's copy of the collection and every ansible cache inside the checkout.
+# Keep every ansible cache inside the checkout; molecule's plays take the collection from the checkout itself.
 export ANSIBLE_HOME := $(CURDIR)/.ansible
+export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PATH := $(BIN):$(PATH)
 export MIRROR_PORT ?= 18080
 
@@ -51,7 +52,7 @@ units: venv $(FAKENVML)
 	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest
 
 # The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
-sim: venv $(FAKENVML)
+sim: venv $(FAKENVML) $(LINKED)
 	tests/sim/images/docker-up.sh
 	tests/sim/images/build-image.sh bookworm
 	tests/sim/images/build-image.sh trixie
