@@ -13,7 +13,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PATH := $(BIN):$(PATH)
 export MIRROR_PORT ?= 18080
 
-.PHONY: help venv lint sanity units check sim mirror molecule release test demo bench lock clean
+.PHONY: help venv lint sanity units browser check sim mirror molecule release test demo bench lock clean
 
 help:
 	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker and show what it found"
@@ -48,8 +48,14 @@ lint: venv $(LINKED)
 sanity: venv
 	tests/sanity.sh
 
-units: venv $(FAKENVML)
+units: venv $(FAKENVML) browser
 	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest
+
+# A real browser for the fleet report's test (tests/playbooks/test_report_playbook.py): Chromium from the distribution, and
+# pdftotext to read what it rendered.
+browser:
+	command -v chromium >/dev/null && command -v pdftotext >/dev/null || { apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium poppler-utils fonts-dejavu-core; }
 
 # The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
 sim: venv $(FAKENVML) $(LINKED)

@@ -501,7 +501,7 @@ _AFTER_REASON = r"(?=\s+(?:Comment|Extra|InstanceId|InstanceType|ReservationName
 _REASON_SIGNED = re.compile(r"\A(?P<reason>.*?\[(?P<user>[^\]@\s]+)@[^\]]*\])" + _AFTER_REASON)
 _REASON_PLAIN = re.compile(r"\A(?P<reason>.*?)" + _AFTER_REASON)
 # States in which the node cannot run jobs for a reason of Slurm's own.
-_BAD_STATES = ("DOWN", "NOT_RESPONDING", "UNKNOWN", "INVAL", "INVALID_REG", "FAIL", "FUTURE")
+BAD_STATES = ("DOWN", "NOT_RESPONDING", "UNKNOWN", "INVAL", "INVALID_REG", "FAIL", "FUTURE")
 
 
 def parse_scontrol_nodes(lines):
@@ -552,7 +552,7 @@ def node_problems(lines, nodes, slurm_user="slurm"):
         if found["gres"] != wanted:
             problems.append("%s: the controller has Gres=%s, slurm.conf declares %s"
                             % (name, found["gres"] or "(none)", wanted or "(none)"))
-        bad = [state for state in found["states"] if state in _BAD_STATES]
+        bad = [state for state in found["states"] if state in BAD_STATES]
         slurm_drain = "DRAIN" in found["states"] and found["reason_user"] in (slurm_user, None)
         if bad or slurm_drain:
             why = (", reason: %s" % found["reason"]) if found["reason"] else ""

@@ -6,5 +6,6 @@ mkdir -p "$root/build/demo"
 "$root/tests/sim/images/demo.sh" >"$root/build/demo/bench-setup.log" 2>&1 || { tail -n 30 "$root/build/demo/bench-setup.log"; exit 1; }
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
 python "$root/tests/bench/gpu_facts.py" "$@"
+python "$root/tests/bench/report.py"
 python "$root/tests/bench/role_rerun.py" driver
 python "$root/tests/bench/role_rerun.py" stack

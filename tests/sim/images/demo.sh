@@ -70,7 +70,8 @@ echo "== preparing the simulated node $node ($fixture)"
 ansible-playbook -i "$work/inventory.yml" "$root/tests/sim/host/prepare-node.yml" >"$work/prepare.log" ||
   { tail -n 30 "$work/prepare.log"; exit 1; }
 echo "== ansible-playbook -i $work/inventory.yml playbooks/site.yml"
-ansible-playbook -i "$work/inventory.yml" "$root/playbooks/site.yml" | tee "$work/site.log"
+ansible-playbook -i "$work/inventory.yml" -e "accelops_gpu_report_dir=$root/build/demo-report" "$root/playbooks/site.yml" |
+  tee "$work/site.log"
 # The report and the frameworks' proof scroll by long before the run ends: once more, together.
 echo "== what site.yml found on $node (the whole run: $work/site.log)"
 awk '/^TASK \[Show each GPU and the GPU topology\]/ {on = 1; next}
@@ -78,4 +79,5 @@ awk '/^TASK \[Show each GPU and the GPU topology\]/ {on = 1; next}
   on && /^        "/ {sub(/^        "/, "  "); sub(/",?$/, ""); print}' "$work/site.log"
 awk '/^TASK \[accelops[.]gpu[.](pytorch|tensorflow) : Show the validation\]/ {on = 1; next}
   on && /"msg":/ {sub(/^ *"msg": "/, "  "); sub(/"$/, ""); print; on = 0}' "$work/site.log"
+echo "== the fleet report: $root/build/demo-report/fleet.html (its data: fleet.json beside it)"
 echo "== the node is still running: docker exec -it $node bash   (remove it: docker rm -f $node)"

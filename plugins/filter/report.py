@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet report filters (fleet_report_model, fleet_report_html), each documented in its own <name>.yml."""
+
+from __future__ import annotations
+
+import functools
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _report
+
+
+def _filter(name):
+    """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except _report.ReportError as error:
+                raise AnsibleFilterError("%s: %s" % (name, error)) from error
+
+        return wrapper
+
+    return decorate
+
+
+@_filter("fleet_report_model")
+def fleet_report_model(nodes, unreachable=None, failed=None):
+    """The fleet report's model from each node's facts, and the nodes the play lost with the reasons."""
+    return _report.fleet_model(nodes, unreachable, failed)
+
+
+@_filter("fleet_report_html")
+def fleet_report_html(model, title, generated_at):
+    """The fleet report's model as one self-contained HTML document."""
+    return _report.render_html(model, title, generated_at)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "fleet_report_model": fleet_report_model,
+            "fleet_report_html": fleet_report_html,
+        }

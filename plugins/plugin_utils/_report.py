@@ -1,0 +1,815 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: a GPU fleet report from each node's facts (health, version drift,
+validation figures next to nominal ones), as a JSON-serialisable model and as one self-contained HTML document."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _health
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+
+# Node and GPU statuses, best first. "unknown" (facts missing, incomplete, or the node not reached) is never "ok",
+# and is better than a known fault.
+STATUSES = ("ok", "unknown", "warning", "critical")
+RANK = {status: rank for rank, status in enumerate(STATUSES)}
+
+# The gpu_facts subsets whose facts the health judgement reads, each with a per-GPU key that shows it was gathered.
+HEALTH_KEYS = (("state", "persistence_mode"), ("ecc", "ecc_enabled"), ("thermal", "temperature_c"),
+               ("clocks", "clocks_event_reasons"), ("nvlink", "nvlinks"), ("pcie", "pcie"))
+
+# Nominal figures per GPU model, by the name NVML gives it: dense (no sparsity) peak TFLOP/s and the NVLink bandwidth
+# of one GPU in one direction in GB/s (half the bidirectional total of the datasheets), the ceiling of NCCL's
+# all-reduce bus bandwidth. fp32 is plain FP32 (PyTorch's default for float32 matmuls); tf32 the TF32 tensor cores
+# (TensorFlow's default for float32 matmuls from Ampere on); bf16 and fp16 the tensor cores with FP32 accumulation.
+# A validation matmul reaches only part of the peak: the report shows measured figures beside these, judges nothing.
+_H100_WHITEPAPER = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5 and PCIe columns"
+_A100_DATASHEET = "NVIDIA A100 Tensor Core GPU datasheet"
+_V100_DATASHEET = "NVIDIA V100 Tensor Core GPU datasheet, SXM2"
+NOMINAL = {
+    "NVIDIA H100 80GB HBM3": {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "nvlink_gbps": 450,
+                              "source": _H100_WHITEPAPER},
+    "NVIDIA H100 PCIe": {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0, "nvlink_gbps": 300,
+                         "source": _H100_WHITEPAPER},
+    "NVIDIA H200": {"fp32": 67.0, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "nvlink_gbps": 450,
+                    "source": "NVIDIA H200 Tensor Core GPU datasheet, SXM"},
+    "NVIDIA A100-SXM4-80GB": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0, "nvlink_gbps": 300,
+                              "source": _A100_DATASHEET},
+    "NVIDIA A100-SXM4-40GB": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0, "nvlink_gbps": 300,
+                              "source": _A100_DATASHEET},
+    "NVIDIA A100 80GB PCIe": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0, "nvlink_gbps": 300,
+                              "source": _A100_DATASHEET},
+    "NVIDIA A100-PCIE-40GB": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0, "nvlink_gbps": 300,
+                              "source": _A100_DATASHEET},
+    "NVIDIA L40S": {"fp32": 91.6, "tf32": 183.0, "bf16": 362.05, "fp16": 362.05, "nvlink_gbps": None,
+                    "source": "NVIDIA L40S datasheet"},
+    "Tesla V100-SXM2-16GB": {"fp32": 15.7, "tf32": None, "bf16": None, "fp16": 125.0, "nvlink_gbps": 150,
+                             "source": _V100_DATASHEET},
+    "Tesla V100-SXM2-32GB": {"fp32": 15.7, "tf32": None, "bf16": None, "fp16": 125.0, "nvlink_gbps": 150,
+                             "source": _V100_DATASHEET},
+}
+# PCIe bandwidth of one lane in one direction, GB/s, after line encoding (8b/10b to gen 2, 128b/130b from gen 3): the
+# all-reduce ceiling of GPUs without NVLink is their own link, generation and width as NVML gives their maximum.
+PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938}
+PCIE_SOURCE = "PCI Express base specifications: transfer rate per lane and line encoding"
+DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+# hca_type as mlx5 reports it (MT<PCI device id in decimal>) -> the adapter family (pci.ids).
+HCA_FAMILIES = {"MT4119": "ConnectX-5", "MT4121": "ConnectX-5 Ex", "MT4123": "ConnectX-6", "MT4125": "ConnectX-6 Dx",
+                "MT4129": "ConnectX-7", "MT4131": "ConnectX-8"}
+
+# Slurm node states that mean the node cannot take jobs (as scontrol prints them, and sinfo's short forms).
+SLURM_BAD_STATES = frozenset(_slurm.BAD_STATES) | {"FAILING", "FAILG", "UNK", "FUTR"}
+
+# Node facts compared across the nodes of one GPU model: (field, label).
+NODE_VERSION_FIELDS = (("driver_version", "driver"), ("cuda_driver_version", "CUDA driver API"))
+
+
+class ReportError(ValueError):
+    """Input from which no report can be made; the message says which."""
+
+
+def _natural(text):
+    """Sort key that puts node2 before node10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"([0-9]{1,18})", str(text))]
+
+
+def worst(statuses, default="ok"):
+    return max(statuses, key=RANK.get, default=default)
+
+
+def _finding(node, gpu, code, severity, message):
+    return {"node": node, "gpu": gpu, "code": code, "severity": severity, "message": message}
+
+
+def _finding_key(finding):
+    gpu = finding.get("gpu")
+    return (-RANK.get(finding["severity"], 0), _natural(finding["node"]), gpu is not None, gpu if gpu is not None
+            else 0)
+
+
+def _text(value):
+    """A version or a name as text; None stays None."""
+    return None if value is None else str(value)
+
+
+def _mapping(value, what):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ReportError("%s must be a dict of node name -> reason, got %s" % (what, type(value).__name__))
+    return {str(name): None if reason is None else str(reason) for name, reason in value.items()}
+
+
+def _check_nodes(nodes):
+    if not isinstance(nodes, dict):
+        raise ReportError("nodes must be a dict of node name -> {nvidia, ib, validation, slurm, versions}, got %s"
+                          % type(nodes).__name__)
+    for name, data in nodes.items():
+        if not isinstance(data, dict):
+            raise ReportError("node %s: must be a dict with nvidia, ib, validation, slurm and versions (each "
+                              "optional), got %s" % (name, type(data).__name__))
+        for key in ("nvidia", "ib", "validation", "slurm", "versions"):
+            if data.get(key) is not None and not isinstance(data[key], dict):
+                raise ReportError("node %s: %s must be a dict, got %s" % (name, key, type(data[key]).__name__))
+        for framework, record in (data.get("validation") or {}).items():
+            if record is not None and not isinstance(record, dict):
+                raise ReportError("node %s: validation.%s must be the framework's validation record (a dict), got %s"
+                                  % (name, framework, type(record).__name__))
+
+
+def primary_model(gpus):
+    """The GPU model most GPUs of a node have (the first by name on a tie); None when no GPU has a name."""
+    counts = {}
+    for gpu in gpus:
+        if gpu.get("name"):
+            counts[gpu["name"]] = counts.get(gpu["name"], 0) + 1
+    return min(counts, key=lambda name: (-counts[name], name)) if counts else None
+
+
+def _health_findings(name, facts):
+    """The findings of _health (the policy gpu_facts and gpu_health apply), plus what keeps the facts from telling."""
+    verdict = _health.assess_node(facts)
+    findings = list(verdict["findings"])
+    seen = {(f.get("gpu"), f.get("code"), f.get("message")) for f in findings}
+    for reported in (facts.get("health") or {}).get("findings") or []:
+        if isinstance(reported, dict) and (reported.get("gpu"), reported.get("code"),
+                                           reported.get("message")) not in seen:
+            findings.append(reported)
+    result = [_finding(name, f.get("gpu"), f.get("code"), f.get("severity") if f.get("severity") in RANK
+                       else "unknown", f.get("message")) for f in findings]
+    incomplete = False
+    if "driver_loaded" not in facts or "gpus" not in facts:
+        result.append(_finding(name, None, "gpu_facts_incomplete", "unknown",
+                               "the GPU facts lack driver_loaded or gpus: they are not what gpu_facts returns"))
+        incomplete = True
+    elif not facts.get("driver_loaded") and facts.get("pci_devices") is None:
+        result.append(_finding(name, None, "gpus_unknown", "unknown",
+                               "NVML is not usable (%s) and the PCI bus was not listed: whether GPUs are left "
+                               "without a driver is unknown" % (facts.get("reason") or "no reason given")))
+        incomplete = True
+    gpus = facts.get("gpus") or []
+    missing = [subset for subset, key in HEALTH_KEYS if any(key not in gpu for gpu in gpus)]
+    if missing:
+        result.append(_finding(name, None, "health_facts_incomplete", "unknown",
+                               "the %s facts were not gathered: GPU health cannot be judged in full"
+                               % ", ".join(missing)))
+        incomplete = True
+    return result, incomplete
+
+
+def _rdma_findings(name, ib):
+    """A port whose link is up but that is not ACTIVE: no subnet manager (or no RoCE configuration) brought it up."""
+    for device in ib.get("devices") or []:
+        for port in device.get("ports") or []:
+            if port.get("phys_state") == "LinkUp" and port.get("state") not in ("ACTIVE", None):
+                yield _finding(name, None, "rdma_port_not_active", "warning",
+                               "%s port %s has its link up but is %s: no subnet manager has brought it up"
+                               % (device.get("name"), port.get("port"), port.get("state")))
+
+
+def slurm_states(state):
+    """'IDLE+DRAIN' or sinfo's 'down*' as upper-case state names; a trailing '*' is NOT_RESPONDING."""
+    states = []
+    for part in str(state or "").upper().split("+"):
+        if part.endswith("*"):
+            states.append("NOT_RESPONDING")
+        name = part.rstrip("*~#!%$@^-")
+        if name:
+            states.append(name)
+    return states
+
+
+def _slurm_record(name, slurm):
+    if not slurm:
+        return None, []
+    record = {"state": _text(slurm.get("state")), "reason": _text(slurm.get("reason"))}
+    bad = [s for s in slurm_states(record["state"]) if s in SLURM_BAD_STATES]
+    findings = []
+    if bad:
+        findings.append(_finding(name, None, "slurm_state", "warning", "Slurm has this node %s%s" % (
+            record["state"], ", reason: %s" % record["reason"] if record["reason"] else "")))
+    return record, findings
+
+
+def _gpu_record(gpu, findings, unjudged, affinity):
+    index = gpu.get("index")
+    own = [f for f in findings if f["gpu"] == index and index is not None]
+    status = worst((f["severity"] for f in own), "unknown" if unjudged else "ok")
+    if own:
+        status_text = "; ".join(str(f["message"]) for f in own)
+    else:
+        status_text = "health not judged: facts incomplete" if unjudged else "no findings"
+    links = gpu.get("nvlinks")
+    nvlink = None
+    if links:
+        down = [link.get("index") for link in links if not link.get("active")]
+        nvlink = {"active": len(links) - len(down), "total": len(links), "down": down}
+    pcie = gpu.get("pcie")
+    near = affinity.get(gpu.get("pci_bus_id"))
+    return {
+        "index": index, "name": gpu.get("name"), "uuid": gpu.get("uuid"), "serial": gpu.get("serial"),
+        "pci_bus_id": gpu.get("pci_bus_id"), "vbios_version": gpu.get("vbios_version"), "lost": bool(gpu.get("lost")),
+        "status": status, "status_text": status_text, "codes": sorted({str(f["code"]) for f in own}),
+        "memory_used_mib": gpu.get("memory_used_mib"), "memory_total_mib": gpu.get("memory_total_mib"),
+        "power_draw_w": gpu.get("power_draw_w"), "power_limit_w": gpu.get("power_limit_w"),
+        "temperature_c": gpu.get("temperature_c"), "temperature_slowdown_c": gpu.get("temperature_slowdown_c"),
+        "temperature_shutdown_c": gpu.get("temperature_shutdown_c"),
+        "utilization_gpu_pct": gpu.get("utilization_gpu_pct"),
+        "ecc_enabled": gpu.get("ecc_enabled"), "ecc_errors": gpu.get("ecc_errors"),
+        "remapped_rows": gpu.get("remapped_rows"), "retired_pages_pending": gpu.get("retired_pages_pending"),
+        "nvlink": nvlink,
+        "pcie": dict(pcie) if isinstance(pcie, dict) else None,
+        "mig_mode": gpu.get("mig_mode"),
+        "nearest_hca": {"devices": list(near.get("closest") or []), "path": near.get("path")} if near else None,
+    }
+
+
+def _rdma_record(ib):
+    devices = []
+    for device in ib.get("devices") or []:
+        hca_type = _text(device.get("hca_type"))
+        devices.append({
+            "name": device.get("name"), "hca_type": hca_type, "family": HCA_FAMILIES.get(hca_type),
+            "fw_ver": _text(device.get("fw_ver")), "board_id": device.get("board_id"),
+            "pci_bus_id": device.get("pci_bus_id"), "numa_node": device.get("numa_node"),
+            "ports": [{key: port.get(key) for key in ("port", "state", "phys_state", "rate_gbps", "link_layer")}
+                      for port in device.get("ports") or []],
+        })
+    return {"devices": devices, "peermem_loaded": ib.get("peermem_loaded")}
+
+
+def allreduce_nominal(model, gpus):
+    """The all-reduce bus bandwidth ceiling of a node's GPUs: NVLink where a link is up, else the narrowest GPU's
+    PCIe link at its maximum; (GB/s, basis) or (None, None)."""
+    if any(link.get("active") for gpu in gpus for link in gpu.get("nvlinks") or []):
+        gbps = (NOMINAL.get(model) or {}).get("nvlink_gbps")
+        return (gbps, "NVLink") if gbps else (None, None)
+    links = [(gpu.get("pcie") or {}) for gpu in gpus]
+    rates = [(PCIE_LANE_GBPS[p["gen_max"]] * p["width_max"], p["gen_max"], p["width_max"]) for p in links
+             if p.get("gen_max") in PCIE_LANE_GBPS and p.get("width_max")]
+    if not rates or len(rates) != len(links):
+        return None, None
+    gbps, gen, width = min(rates)
+    return round(gbps, 1), "PCIe gen %d x%d" % (gen, width)
+
+
+def _figure(metric, label, unit, measured, reference):
+    """A measured figure beside its nominal one; reference is (nominal, basis), each None where the table has none."""
+    nominal, basis = reference if reference[0] else (None, None)
+    ratio = round(measured / nominal, 3) if isinstance(measured, (int, float)) and nominal else None
+    return {"metric": metric, "label": label, "unit": unit, "measured": measured, "nominal": nominal,
+            "nominal_basis": basis, "ratio": ratio}
+
+
+def _validation_record(framework, record, model, gpus):
+    """One framework's validation (the fact pytorch_validation or tensorflow_validation) with its GPU figures."""
+    gpu = record.get("gpu") if isinstance(record.get("gpu"), dict) else {}
+    model = model or gpu.get("name")
+    nominal = NOMINAL.get(model) or {}
+    figures = []
+    fp32 = gpu.get("matmul_fp32") or {}
+    if fp32:
+        # TensorFlow runs float32 matmuls on TF32 tensor cores where the GPU has them; PyTorch keeps FP32.
+        basis = "tf32" if framework == "tensorflow" and nominal.get("tf32") else "fp32"
+        figures.append(_figure("matmul_fp32", "matmul float32, size %s" % fp32.get("size"), "TFLOP/s",
+                               fp32.get("tflops"), (nominal.get(basis), basis)))
+    low = gpu.get("matmul_low") or {}
+    if low:
+        basis = DTYPES.get(low.get("dtype"))
+        figures.append(_figure("matmul_low", "matmul %s, size %s" % (low.get("dtype"), low.get("size")), "TFLOP/s",
+                               low.get("tflops"), (nominal.get(basis), basis)))
+    allreduce = record.get("allreduce") if isinstance(record.get("allreduce"), dict) else None
+    if allreduce:
+        figures.append(_figure("allreduce_busbw", "%s all-reduce over %s GPUs, bus bandwidth"
+                               % (allreduce.get("backend") or "nccl", allreduce.get("gpus")), "GB/s",
+                               allreduce.get("busbw_gbps"), allreduce_nominal(model, gpus)))
+    return {
+        "framework": framework, "version": _text(record.get("version")), "failure": record.get("failure"),
+        "gpu_count": record.get("gpu_count"), "built_cuda": _text(record.get("built_cuda")),
+        "built_nccl": _text(record.get("built_nccl")), "statement": record.get("statement"), "model": model,
+        "figures": figures,
+    }
+
+
+def node_record(name, data, lost=()):
+    """One node's part of the report; ``lost`` holds (``unreachable`` or ``failed``, reason) where the play lost the
+    node after its facts were gathered."""
+    facts = data.get("nvidia")
+    findings = []
+    if facts is None:
+        findings.append(_finding(name, None, "gpu_facts_missing", "unknown", "no GPU facts were gathered"))
+        unjudged = True
+        facts = {}
+    else:
+        findings, unjudged = _health_findings(name, facts)
+    ib = data.get("ib")
+    if ib is not None:
+        findings.extend(_rdma_findings(name, ib))
+    slurm, slurm_findings = _slurm_record(name, data.get("slurm"))
+    findings.extend(slurm_findings)
+    gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
+    model = primary_model(gpus)
+    validation = []
+    for framework, record in sorted((data.get("validation") or {}).items(), key=lambda item: str(item[0])):
+        if record is None:
+            continue
+        validation.append(_validation_record(str(framework), record, model, gpus))
+        if record.get("failure"):
+            findings.append(_finding(name, None, "validation_failed", "critical",
+                                     "%s validation failed: %s" % (framework, record["failure"])))
+    for code, reason in lost:
+        findings.append(_finding(name, None, code, "unknown", reason or "no reason given"))
+    findings.sort(key=_finding_key)
+    affinity = {entry.get("pci_bus_id"): entry for entry in (ib or {}).get("gpu_affinity") or []}
+    topology = facts.get("topology")
+    return {
+        "name": name,
+        "status": worst(f["severity"] for f in findings),
+        "findings": findings,
+        "facts": data.get("nvidia") is not None,
+        "driver_loaded": facts.get("driver_loaded"), "reason": facts.get("reason"),
+        "driver_version": _text(facts.get("driver_version")),
+        "cuda_driver_version": _text(facts.get("cuda_driver_version")),
+        "nvml_version": _text(facts.get("nvml_version")),
+        "gpu_count": facts.get("gpu_count"), "model": model,
+        "gpus": [_gpu_record(gpu, findings, unjudged, affinity) for gpu in gpus],
+        "topology": {"gpus": ["GPU%s" % gpu.get("index") for gpu in gpus], "matrix": [list(row) for row in topology]}
+        if isinstance(topology, list) and topology else None,
+        "rdma": _rdma_record(ib) if ib is not None else None,
+        "validation": validation,
+        "slurm": slurm,
+        "versions": {str(k): _text(v) for k, v in sorted((data.get("versions") or {}).items(), key=lambda i: str(i[0]))
+                     if v is not None},
+    }
+
+
+def _member_key(member):
+    return _natural(member["node"]), _natural(member.get("gpu", member.get("device")))
+
+
+def _majority(values):
+    """values: [(value, member)] -> the field record: the value most members have (the newest on a tie) and the
+    others with their members."""
+    by_value = {}
+    for value, member in values:
+        by_value.setdefault(value, []).append(member)
+    order = sorted(by_value, key=lambda v: (-len(by_value[v]), [(-a, -b, c) for a, b, c in _natural(v)]))
+    top = order[0]
+    odd = [{"value": v, "count": len(by_value[v]), "nodes": sorted({m["node"] for m in by_value[v]}, key=_natural),
+            "members": sorted(by_value[v], key=_member_key)} for v in order[1:]]
+    return {"majority": top, "majority_count": len(by_value[top]), "total": len(values),
+            "tie": len(order) > 1 and len(by_value[order[1]]) == len(by_value[top]), "drift": len(order) > 1,
+            "odd": odd}
+
+
+def version_drift(records):
+    """Per GPU model, the driver and CUDA driver version of its nodes, each GPU's VBIOS and each node's ``versions``;
+    per HCA model, the firmware of each HCA. Nodes without GPUs compare their ``versions`` among themselves."""
+    groups = {}
+
+    def add(group, spec, value, member):
+        """spec: (field, label, unit)."""
+        if value is None:
+            return
+        field, label, unit = spec
+        fields = groups.setdefault(group, {})
+        fields.setdefault(field, {"label": label, "unit": unit, "values": []})["values"].append((str(value), member))
+
+    for record in records:
+        node = record["name"]
+        models = sorted({gpu["name"] for gpu in record["gpus"] if gpu["name"]})
+        for model in models:
+            for field, label in NODE_VERSION_FIELDS:
+                add(("gpu_model", model), (field, label, "node"), record[field], {"node": node})
+        for model in models or [None]:
+            for key, value in record["versions"].items():
+                add(("gpu_model", model), ("versions." + key, key, "node"), value, {"node": node})
+        for gpu in record["gpus"]:
+            if gpu["name"]:
+                add(("gpu_model", gpu["name"]), ("vbios_version", "VBIOS", "gpu"), gpu["vbios_version"],
+                    {"node": node, "gpu": gpu["index"]})
+        for device in (record["rdma"] or {}).get("devices") or []:
+            if device["hca_type"]:
+                add(("hca_model", device["hca_type"]), ("fw_ver", "firmware", "hca"), device["fw_ver"],
+                    {"node": node, "device": device["name"]})
+    drift = []
+    for (scope, model), fields in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1] is None,
+                                                                           str(item[0][1]))):
+        if scope == "hca_model":
+            label = "%s (%s)" % (model, HCA_FAMILIES[model]) if model in HCA_FAMILIES else model
+        else:
+            label = model if model is not None else "nodes without GPUs"
+        entries = []
+        for field, entry in fields.items():
+            entries.append(dict({"field": field, "label": entry["label"], "unit": entry["unit"]},
+                                **_majority(entry["values"])))
+        drift.append({"scope": scope, "model": model, "label": label, "fields": entries})
+    return drift
+
+
+def fleet_model(nodes, unreachable=None, failed=None):
+    """The report's model (JSON-serialisable): see the fleet_report_model filter's documentation for its keys."""
+    _check_nodes(nodes)
+    unreachable = _mapping(unreachable, "unreachable")
+    failed = _mapping(failed, "failed")
+    records = [node_record(str(name), data, [(code, lost[str(name)]) for code, lost in (
+        ("unreachable", unreachable), ("failed", failed)) if str(name) in lost]) for name, data in nodes.items()]
+    records.sort(key=lambda r: (-RANK[r["status"]], _natural(r["name"])))
+    known = {r["name"] for r in records}
+    lost_only = sorted((set(unreachable) | set(failed)) - known, key=_natural)
+    findings = [f for r in records for f in r["findings"]]
+    for name in lost_only:
+        for code, lost in (("unreachable", unreachable), ("failed", failed)):
+            if name in lost:
+                findings.append(_finding(name, None, code, "unknown", lost[name] or "no reason given"))
+    findings.sort(key=_finding_key)
+
+    health = dict.fromkeys(STATUSES, 0)
+    for record in records:
+        health[record["status"]] += 1
+    health["unknown"] += len(lost_only)
+    gpu_health = dict.fromkeys(STATUSES, 0)
+    models = {}
+    for record in records:
+        for gpu in record["gpus"]:
+            gpu_health[gpu["status"]] += 1
+            entry = models.setdefault(gpu["name"], {"model": gpu["name"], "gpus": 0, "nodes": set()})
+            entry["gpus"] += 1
+            entry["nodes"].add(record["name"])
+    gpu_models = [dict(entry, nodes=len(entry["nodes"])) for entry in sorted(
+        models.values(), key=lambda e: (-e["gpus"], e["model"] is None, str(e["model"])))]
+    drift = version_drift(records)
+    counts = dict.fromkeys(("critical", "warning", "unknown"), 0)
+    for f in findings:
+        if f["severity"] in counts:
+            counts[f["severity"]] += 1
+    nominal = [dict({"model": m}, **NOMINAL[m]) for m in sorted(models, key=str) if m in NOMINAL]
+    return {
+        "summary": {
+            "nodes": len(records) + len(lost_only), "reporting": len(records),
+            "unreachable": len(unreachable), "failed": len(failed),
+            "gpus": sum(len(r["gpus"]) for r in records), "gpu_models": gpu_models,
+            "health": health, "gpu_health": gpu_health, "findings": counts,
+            "drift_fields": sum(1 for group in drift for field in group["fields"] if field["drift"]),
+        },
+        "findings": findings,
+        "drift": drift,
+        "nodes": records,
+        "unreachable": [{"name": n, "reason": unreachable[n]} for n in sorted(unreachable, key=_natural)],
+        "failed": [{"name": n, "reason": failed[n]} for n in sorted(failed, key=_natural)],
+        "nominal": {"models": nominal, "pcie_lane_gbps": {str(k): v for k, v in PCIE_LANE_GBPS.items()},
+                    "pcie_source": PCIE_SOURCE},
+    }
+
+
+# --- HTML -------------------------------------------------------------------------------------------------------
+
+# Status colours; the status is always written out beside its colour.
+STATUS_COLOURS = {"ok": "#1a7f37", "unknown": "#6e7781", "warning": "#9a6700", "critical": "#cf222e"}
+# Topology heat map, nearest first: NVLink, one PCIe switch, several, the host bridge, the NUMA node, across sockets.
+TOPOLOGY_COLOURS = (("NV", "#1a9850"), ("PIX", "#91cf60"), ("PXB", "#d9ef8b"), ("PHB", "#fee08b"),
+                    ("NODE", "#fc8d59"), ("SYS", "#d73027"))
+TOPOLOGY_SELF = "#d0d7de"
+TOPOLOGY_UNKNOWN = "#ffffff"
+TOPOLOGY_MEANINGS = (("X", "the GPU itself"), ("NV<n>", "n NVLinks, directly or through NVSwitch"),
+                     ("PIX", "at most one PCIe switch"), ("PXB", "several PCIe switches, no host bridge"),
+                     ("PHB", "through a PCIe host bridge"), ("NODE", "across host bridges of one NUMA node"),
+                     ("SYS", "across NUMA nodes (the CPU interconnect)"), ("?", "unknown"))
+CELL = 38
+
+CSS = """
+*{box-sizing:border-box}
+body{font:13px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;margin:0 auto;max-width:1400px;
+padding:16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #d0d7de;margin:24px 0 8px}
+h3{font-size:15px;margin:0 0 6px}
+table{border-collapse:collapse;margin:4px 0 10px}
+th,td{border:1px solid #d0d7de;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}
+.b{display:inline-block;min-width:70px;padding:0 4px;border-radius:3px;color:#fff;font-weight:600;text-align:center;
+font-size:11px}
+.n{border:1px solid #d0d7de;border-left-width:6px;border-radius:4px;padding:8px 10px;margin:10px 0}
+.m{color:#57606a}.na{color:#8c959f}
+.odd{color:#cf222e;font-weight:600}
+ul{margin:2px 0 8px;padding-left:20px}
+@media print{
+body{max-width:none;padding:0;font-size:10px}
+*{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+a{color:inherit;text-decoration:none}
+.n{break-inside:avoid}h2{break-after:avoid}
+}
+""" + "".join(".b.%s{background:%s}.n.%s{border-left-color:%s}\n" % (status, colour, status, colour)
+              for status, colour in STATUS_COLOURS.items())
+
+
+def _e(value):
+    """A value from the facts as HTML text; None as n/a."""
+    if value is None:
+        return '<span class="na">n/a</span>'
+    return html.escape(str(value), quote=True)
+
+
+def _badge(status):
+    status = status if status in RANK else "unknown"
+    return '<span class="b %s">%s</span>' % (status, status.upper())
+
+
+def _number(value, fmt="%g"):
+    return fmt % value if isinstance(value, (int, float)) and not isinstance(value, bool) else _e(value)
+
+
+def _pair(current, limit, unit, fmt="%g"):
+    if current is None and limit is None:
+        return _e(None)
+    return "%s / %s %s" % (_number(current, fmt), _number(limit, fmt), unit)
+
+
+def _ecc(gpu):
+    if gpu["ecc_enabled"] is False:
+        return "off"
+    errors = gpu["ecc_errors"] or {}
+    volatile = (errors.get("volatile") or {}).get("uncorrected")
+    aggregate = (errors.get("aggregate") or {}).get("uncorrected")
+    if gpu["ecc_enabled"] is None and volatile is None and aggregate is None:
+        return _e(None)
+    text = "%s / %s" % (_number(volatile), _number(aggregate))
+    return '<span class="odd">%s</span>' % text if volatile or aggregate else text
+
+
+def _rows(gpu):
+    rows = gpu["remapped_rows"]
+    if not isinstance(rows, dict):
+        return _e(None)
+    text = "%s corr. %s uncorr." % (_number(rows.get("correctable")), _number(rows.get("uncorrectable")))
+    flags = [word for word, key in (("PENDING", "pending"), ("FAILURE", "failure")) if rows.get(key)]
+    return text + ("".join(' <span class="odd">%s</span>' % flag for flag in flags))
+
+
+def _temperatures(gpu):
+    values = (gpu["temperature_c"], gpu["temperature_slowdown_c"], gpu["temperature_shutdown_c"])
+    if all(value is None for value in values):
+        return _e(None)
+    return "%s / %s / %s C" % tuple(_number(value) for value in values)
+
+
+def _nvlink(gpu):
+    link = gpu["nvlink"]
+    if gpu["lost"]:
+        return _e(None)
+    if not link:
+        return "none"
+    text = "%d/%d up" % (link["active"], link["total"])
+    if link["down"] and link["active"]:
+        text += ' <span class="odd">down: %s</span>' % _e(", ".join(str(d) for d in link["down"]))
+    return text
+
+
+def _pcie(gpu):
+    pcie = gpu["pcie"]
+    if not pcie:
+        return _e(None)
+    keys = ("gen_current", "gen_max", "width_current", "width_max")
+    text = "gen %s/%s x%s/%s" % tuple(_number(pcie.get(k)) for k in keys)
+    if pcie.get("width_current") and pcie.get("width_max") and pcie["width_current"] < pcie["width_max"]:
+        return '<span class="odd">%s</span>' % text
+    return text
+
+
+def _topology_colour(label):
+    if label == "X":
+        return TOPOLOGY_SELF
+    for prefix, colour in TOPOLOGY_COLOURS:
+        if label and (label == prefix or (prefix == "NV" and re.match(r"\ANV[0-9]+\Z", label))):
+            return colour
+    return TOPOLOGY_UNKNOWN
+
+
+def _topology_symbol(ident, names, matrix):
+    """One heat map as an SVG symbol; every cell carries its label as text, so the colour is never the only sign."""
+    size = (len(names) + 1) * CELL
+    out = ['<symbol id="%s" viewBox="0 0 %d %d"><g font-family="monospace" font-size="10">' % (ident, size, size)]
+    for i, name in enumerate(names):
+        out.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' % ((i + 1.5) * CELL, CELL * 0.6, _e(name)))
+        out.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' % (CELL / 2, (i + 1.6) * CELL, _e(name)))
+    for i, row in enumerate(matrix):
+        for j, label in enumerate(row):
+            x, y = (j + 1) * CELL, (i + 1) * CELL
+            out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#fff"/>'
+                       '<text x="%d" y="%d" text-anchor="middle">%s</text>'
+                       % (x, y, CELL, CELL, _topology_colour(label), x + CELL / 2, y + CELL * 0.6,
+                          _e(label if label is not None else "?")))
+    out.append("</g></symbol>")
+    return "".join(out)
+
+
+def _gpu_rows(record, out):
+    same = len({gpu["name"] for gpu in record["gpus"] if gpu["name"] is not None}) <= 1
+    nearest = any(gpu["nearest_hca"] for gpu in record["gpus"])
+    out.append("<table><tr><th>GPU</th>%s<th>Health</th><th>Memory used/total</th><th>Power draw/limit</th>"
+               "<th>Temp now/slowdown/shutdown</th><th>ECC uncorr. volatile/aggregate</th><th>Remapped rows</th>"
+               "<th>NVLink</th><th>PCIe now/max</th><th>VBIOS</th>%s</tr>"
+               % ("" if same else "<th>Model</th>", "<th>Nearest HCA</th>" if nearest else ""))
+    for gpu in record["gpus"]:
+        near = gpu["nearest_hca"]
+        if not nearest:
+            near_cell = ""
+        elif near:
+            near_cell = "<td>%s (%s)</td>" % (_e(", ".join(str(d) for d in near["devices"])), _e(near["path"]))
+        else:
+            near_cell = "<td>%s</td>" % _e(None)
+        out.append(
+            "<tr><td>%s%s</td>%s<td>%s %s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+            "<td>%s</td><td>%s</td>%s</tr>" % (
+                _e(gpu["index"]), " LOST" if gpu["lost"] else "",
+                "" if same else "<td>%s</td>" % _e(gpu["name"]),
+                _badge(gpu["status"]), _e(gpu["status_text"]),
+                _pair(gpu["memory_used_mib"], gpu["memory_total_mib"], "MiB", "%d"),
+                _pair(gpu["power_draw_w"], gpu["power_limit_w"], "W", "%.0f"),
+                _temperatures(gpu),
+                _ecc(gpu), _rows(gpu), _nvlink(gpu), _pcie(gpu), _e(gpu["vbios_version"]), near_cell))
+    out.append("</table>")
+
+
+def _rdma_rows(rdma, out):
+    if not rdma["devices"]:
+        out.append("<p>RDMA: no RDMA device.</p>")
+        return
+    out.append("<table><tr><th>RDMA device</th><th>HCA</th><th>Firmware</th><th>PCI</th><th>NUMA</th>"
+               "<th>Ports: state, physical state, rate, link layer</th></tr>")
+    for device in rdma["devices"]:
+        # A port that is not active reports its lowest rate, not the cable's: its rate is left out.
+        ports = "; ".join("%s: %s, %s, %s, %s" % (
+            _e(p["port"]), _e(p["state"]) if p["state"] == "ACTIVE" else "%s (not active)" % _e(p["state"]),
+            _e(p["phys_state"]), "%s Gb/s" % _e(p["rate_gbps"]) if p["state"] == "ACTIVE" else "no rate",
+            _e(p["link_layer"])) for p in device["ports"]) or "none"
+        out.append("<tr><td>%s</td><td>%s%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+            _e(device["name"]), _e(device["hca_type"]), " %s" % _e(device["family"]) if device["family"] else "",
+            _e(device["fw_ver"]), _e(device["pci_bus_id"]), _e(device["numa_node"]), ports))
+    out.append("</table><p>nvidia_peermem loaded: %s</p>" % _e({True: "yes", False: "no"}.get(rdma["peermem_loaded"])))
+
+
+def _validation_rows(validation, out):
+    out.append("<table><tr><th>Framework</th><th>Measure</th><th>Measured</th><th>Nominal peak (not measured)</th>"
+               "<th>Measured / nominal</th></tr>")
+    for entry in validation:
+        head = "%s %s" % (_e(entry["framework"]), _e(entry["version"]))
+        if entry["failure"]:
+            out.append('<tr><td>%s</td><td colspan="4"><span class="b critical">FAILED</span> %s</td></tr>'
+                       % (head, _e(entry["failure"])))
+        for figure in entry["figures"]:
+            nominal = ("%s %s (nominal, %s)" % (_number(figure["nominal"]), _e(figure["unit"]),
+                                                _e(figure["nominal_basis"])) if figure["nominal"] else
+                       '<span class="na">no nominal figure for %s</span>' % _e(entry["model"] or "this GPU"))
+            out.append("<tr><td>%s</td><td>%s</td><td>%s %s</td><td>%s</td><td>%s</td></tr>" % (
+                head, _e(figure["label"]), _number(figure["measured"]), _e(figure["unit"]), nominal,
+                "%.0f%%" % (figure["ratio"] * 100) if figure["ratio"] is not None else _e(None)))
+        if not entry["failure"] and not entry["figures"]:
+            out.append('<tr><td>%s</td><td colspan="4">%s</td></tr>' % (head, _e(entry["statement"])))
+    out.append("</table>")
+
+
+def _node(anchor, record, symbols, out):
+    out.append('<div class="n %s" id="%s"><h3>%s %s</h3>' % (
+        record["status"] if record["status"] in RANK else "unknown", anchor, _e(record["name"]),
+        _badge(record["status"])))
+    if record["facts"]:
+        out.append('<p class="m">driver %s, CUDA %s, NVML %s, %s GPU(s)%s</p>' % (
+            _e(record["driver_version"]), _e(record["cuda_driver_version"]), _e(record["nvml_version"]),
+            _e(record["gpu_count"]), ", %s" % _e(record["model"]) if record["model"] else ""))
+        if not record["driver_loaded"]:
+            out.append("<p>NVML not usable: %s</p>" % _e(record["reason"]))
+    if record["versions"]:
+        out.append('<p class="m">%s</p>' % ", ".join("%s %s" % (_e(k), _e(v)) for k, v in record["versions"].items()))
+    if record["slurm"]:
+        reason = record["slurm"]["reason"]
+        out.append("<p>Slurm: %s%s</p>" % (_e(record["slurm"]["state"]), " (%s)" % _e(reason) if reason else ""))
+    node_findings = [f for f in record["findings"] if f["gpu"] is None]
+    if node_findings:
+        out.append("<ul>%s</ul>" % "".join("<li>%s %s</li>" % (_badge(f["severity"]), _e(f["message"]))
+                                           for f in node_findings))
+    if record["gpus"]:
+        _gpu_rows(record, out)
+    topology = record["topology"]
+    if topology:
+        key = (tuple(topology["gpus"]), tuple(tuple(row) for row in topology["matrix"]))
+        if key not in symbols:
+            symbols[key] = ("t%d" % len(symbols), _topology_symbol("t%d" % len(symbols), *key))
+        size = (len(topology["gpus"]) + 1) * CELL
+        out.append('<svg width="%d" height="%d" role="img" aria-label="GPU topology heat map"><use href="#%s"/></svg>'
+                   % (size, size, symbols[key][0]))
+    if record["rdma"] is not None:
+        _rdma_rows(record["rdma"], out)
+    if record["validation"]:
+        _validation_rows(record["validation"], out)
+    out.append("</div>")
+
+
+def _check_model(model):
+    keys = ("summary", "findings", "drift", "nodes", "unreachable", "failed", "nominal")
+    if not isinstance(model, dict) or any(key not in model for key in keys):
+        raise ReportError("the model must be what fleet_report_model returns (a dict with %s), got %s"
+                          % (", ".join(keys), type(model).__name__ if not isinstance(model, dict)
+                             else "a dict with %s" % ", ".join(sorted(str(k) for k in model))))
+
+
+def render_html(model, title, generated_at):
+    """The model as one self-contained HTML document: inline CSS and SVG, no script, no external resource."""
+    _check_model(model)
+    summary = model["summary"]
+    anchors = {record["name"]: "n%d" % i for i, record in enumerate(model["nodes"])}
+
+    def node_link(name):
+        return '<a href="#%s">%s</a>' % (anchors[name], _e(name)) if name in anchors else _e(name)
+
+    out = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+           '<meta name="viewport" content="width=device-width,initial-scale=1"><title>%s</title><style>%s</style>'
+           "</head><body><h1>%s</h1><p class=\"m\">Generated %s</p>" % (_e(title), CSS, _e(title), _e(generated_at))]
+
+    out.append("<h2>Summary</h2><table><tr><th>Nodes</th><th>Reporting</th><th>Unreachable</th><th>Failed</th>"
+               "<th>GPUs</th><th>Drifting versions</th></tr><tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+               "<td>%s</td><td>%s</td></tr></table>" % tuple(_e(summary.get(k)) for k in (
+                   "nodes", "reporting", "unreachable", "failed", "gpus", "drift_fields")))
+    row = "<tr><td>%s</td><td>%s</td><td>%s</td></tr>"
+    out.append("<table><tr><th>Health</th><th>Nodes</th><th>GPUs</th></tr>%s</table>" % "".join(
+        row % (_badge(s), _e(summary["health"].get(s)), _e(summary["gpu_health"].get(s)))
+        for s in reversed(STATUSES)))
+    out.append("<table><tr><th>GPU model</th><th>GPUs</th><th>Nodes</th></tr>%s</table>" % "".join(
+        row % (_e(m["model"] or "unknown model"), _e(m["gpus"]), _e(m["nodes"])) for m in summary["gpu_models"]))
+
+    out.append("<h2>Findings, worst first</h2>")
+    if model["findings"]:
+        out.append("<table><tr><th>Severity</th><th>Node</th><th>GPU</th><th>Code</th><th>Finding</th></tr>")
+        out.extend("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+            _badge(f["severity"]), node_link(f["node"]), "" if f["gpu"] is None else _e(f["gpu"]), _e(f["code"]),
+            _e(f["message"])) for f in model["findings"])
+        out.append("</table>")
+    else:
+        out.append("<p>No findings.</p>")
+
+    out.append("<h2>Version drift</h2><p class=\"m\">Per GPU model and per HCA model, the value most have and the "
+               "odd ones out.</p>")
+    for group in model["drift"]:
+        out.append("<h3>%s</h3><table><tr><th>Field</th><th>Majority</th><th>Odd ones out</th></tr>"
+                   % _e(group["label"]))
+        for field in group["fields"]:
+            odd = "; ".join('<span class="odd">%s</span> on %s' % (_e(o["value"]), ", ".join(
+                _member(m, node_link) for m in o["members"])) for o in field["odd"]) or "none: consistent"
+            out.append("<tr><td>%s</td><td>%s (%s of %s %s%s)</td><td>%s</td></tr>" % (
+                _e(field["label"]), _e(field["majority"]), _e(field["majority_count"]), _e(field["total"]),
+                _e(field["unit"] + "s"), ", a tie" if field["tie"] else "", odd))
+        out.append("</table>")
+
+    lost = [("unreachable", e) for e in model["unreachable"]] + [("failed", e) for e in model["failed"]]
+    out.append("<h2>Unreachable and failed nodes</h2>")
+    if lost:
+        out.append("<table><tr><th>Node</th><th>What</th><th>Reason</th></tr>%s</table>" % "".join(
+            "<tr><td>%s</td><td>%s</td><td>%s</td></tr>" % (node_link(e["name"]), what, _e(e["reason"]))
+            for what, e in lost))
+    else:
+        out.append("<p>None.</p>")
+
+    out.append("<h2>Nodes, worst first</h2><table><tr><th>Health</th><th>Node</th><th>GPUs</th><th>Model</th>"
+               "<th>Driver</th><th>Slurm</th></tr>")
+    out.extend("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+        _badge(r["status"]), node_link(r["name"]), _e(len(r["gpus"])), _e(r["model"]), _e(r["driver_version"]),
+        _e((r["slurm"] or {}).get("state"))) for r in model["nodes"])
+    out.append("</table>")
+    symbols = {}
+    for record in model["nodes"]:
+        _node(anchors[record["name"]], record, symbols, out)
+
+    out.append("<h2>Legend and nominal figures</h2><p>Health: %s.</p>" % ", ".join(
+        "%s %s" % (_badge(s), text) for s, text in (
+            ("critical", "a GPU or the node cannot be used"), ("warning", "degraded"),
+            ("unknown", "facts missing or incomplete, or the node was not reached"), ("ok", "no findings"))))
+    out.append("<p>Topology heat map, nearest first: %s.</p>" % "; ".join(
+        "%s %s" % (_e(label), _e(text)) for label, text in TOPOLOGY_MEANINGS))
+    nominal = model["nominal"]
+    if nominal.get("models"):
+        out.append("<p>Nominal figures are datasheet peaks (dense, TFLOP/s; NVLink GB/s per GPU and direction), not "
+                   "measurements.</p><table><tr><th>GPU model</th><th>FP32</th><th>TF32</th><th>BF16</th>"
+                   "<th>FP16</th><th>NVLink</th><th>Source</th></tr>%s</table>" % "".join(
+                       "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % tuple(
+                           _e(m.get(k)) for k in ("model", "fp32", "tf32", "bf16", "fp16", "nvlink_gbps", "source"))
+                       for m in nominal["models"]))
+    out.append("<p>PCIe ceilings per lane and direction (GB/s): %s (%s).</p>" % (
+        ", ".join("gen %s %s" % (_e(k), _e(v)) for k, v in sorted((nominal.get("pcie_lane_gbps") or {}).items())),
+        _e(nominal.get("pcie_source"))))
+    if symbols:
+        out.append('<svg width="0" height="0" style="position:absolute" aria-hidden="true">%s</svg>'
+                   % "".join(symbol for _ident, symbol in symbols.values()))
+    out.append("</body></html>\n")
+    return "".join(out)
+
+
+def _member(member, node_link):
+    where = node_link(member["node"])
+    if "gpu" in member:
+        return "%s GPU %s" % (where, _e(member["gpu"]))
+    if "device" in member:
+        return "%s %s" % (where, _e(member["device"]))
+    return where

@@ -1,0 +1,130 @@
+"""playbooks/report.yml on a simulated fleet of three nodes, and its HTML in a real headless Chromium.
+
+The nodes are the controller itself (a local connection per node), each with its own NVML fixture: the facts come from
+the real gpu_facts module on the fake NVML. One node has a lost GPU (critical), one runs a driver that the other two
+H100 nodes do not (drift), and a fourth node cannot be reached. Chromium prints the page to PDF (no JavaScript; the page
+has none) and pdftotext reads what was rendered; a screenshot is kept under build/report/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from simnode import FAKENVML, FIXTURES, ROOT, ansible_env, expose_collection
+
+expose_collection()
+
+OUT = ROOT / "build" / "report"
+ODD_DRIVER = "550.127.08"
+
+INVENTORY = """
+gpu_nodes:
+  hosts:
+    gpu-a01: {fixture: dgx-h100, accelops_gpu_sysfs_root: "%(work)s/sys/gpu-a01"}
+    gpu-a02: {fixture: odd-driver, accelops_gpu_sysfs_root: "%(work)s/sys/gpu-a02"}
+    gpu-b07: {fixture: gpu-lost, accelops_gpu_sysfs_root: "%(work)s/sys/gpu-b07"}
+    gpu-c03: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 9, ansible_ssh_timeout: 3}
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: %(python)s
+"""
+
+PLAYBOOK = """
+- name: Gather each node's GPU facts from its fixture
+  hosts: gpu_nodes:!gpu-c03
+  gather_facts: false
+  tasks:
+    - name: Gather GPU facts through NVML
+      accelops.gpu.gpu_facts:
+        sysfs_root: "{{ accelops_gpu_sysfs_root }}"
+      environment:
+        FAKE_NVML_FIXTURE: "{{ fixtures }}/{{ fixture }}.conf"
+
+- name: The report
+  ansible.builtin.import_playbook: accelops.gpu.report
+"""
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("Chromium is not installed: make units installs it (apt-get install chromium poppler-utils)")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    if not FAKENVML.exists():
+        pytest.fail("build the fake NVML first: make units")
+    work = tmp_path_factory.mktemp("report")
+    fixtures = work / "fixtures"
+    fixtures.mkdir()
+    for name in ("dgx-h100", "gpu-lost"):
+        shutil.copy(FIXTURES / ("%s.conf" % name), fixtures)
+    text = (FIXTURES / "dgx-h100.conf").read_text()
+    assert "driver_version=550.54.15\n" in text
+    (fixtures / "odd-driver.conf").write_text(text.replace("driver_version=550.54.15\n",
+                                                           "driver_version=%s\n" % ODD_DRIVER))
+    # Each node's PCI devices as the simulated node has them (tests/sim/host/mksysfs.py).
+    for node, fixture in (("gpu-a01", "dgx-h100"), ("gpu-a02", "odd-driver"), ("gpu-b07", "gpu-lost")):
+        subprocess.run([sys.executable, str(ROOT / "tests" / "sim" / "host" / "mksysfs.py"),
+                        str(fixtures / ("%s.conf" % fixture)), str(work / "sys" / node)], check=True)
+    (work / "inventory.yml").write_text(INVENTORY % {"work": work, "python": sys.executable})
+    (work / "site.yml").write_text(PLAYBOOK)
+    OUT.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run(
+        ["ansible-playbook", "-i", "inventory.yml", "site.yml",
+         "-e", "fixtures=%s" % fixtures,
+         "-e", json.dumps({"accelops_gpu_report_dir": str(OUT), "accelops_gpu_report_title": "Simulated fleet"})],
+        cwd=work, env=ansible_env(LD_LIBRARY_PATH=str(FAKENVML.parent)), capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    return run
+
+
+def test_the_run_says_where_the_report_is(report):
+    assert "Fleet report: %s/fleet.html" % OUT in report.stdout
+    assert "4 nodes" in report.stdout
+
+
+def test_the_json_has_the_critical_gpu_the_drift_and_the_lost_node(report):
+    model = json.loads((OUT / "fleet.json").read_text())
+    assert model["summary"]["nodes"] == 4
+    worst = model["findings"][0]
+    assert (worst["node"], worst["gpu"], worst["severity"], worst["code"]) == ("gpu-b07", 2, "critical", "gpu_lost")
+    assert next(node["name"] for node in model["nodes"]) == "gpu-b07"
+    drivers = [field for group in model["drift"] if group["model"] == "NVIDIA H100 80GB HBM3"
+               for field in group["fields"] if field["field"] == "driver_version"]
+    assert drivers and drivers[0]["majority"] == "550.54.15"
+    assert [(odd["value"], odd["nodes"]) for odd in drivers[0]["odd"]] == [(ODD_DRIVER, ["gpu-a02"])]
+    assert [node["name"] for node in model["unreachable"]] == ["gpu-c03"]
+
+
+def test_chromium_renders_the_nodes_the_critical_finding_and_the_drift(report):
+    browser = chromium()
+    if not shutil.which("pdftotext"):
+        pytest.fail("pdftotext is not installed: make units installs it (apt-get install poppler-utils)")
+    page = (OUT / "fleet.html").as_uri()
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+             "--user-data-dir=%s" % (OUT / "chromium-profile")]
+    pdf = OUT / "fleet.pdf"
+    subprocess.run([*flags, "--no-pdf-header-footer", "--print-to-pdf=%s" % pdf, page],
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run([*flags, "--window-size=1400,2000", "--screenshot=%s" % (OUT / "fleet.png"), page],
+                   check=True, capture_output=True, timeout=120)
+    assert (OUT / "fleet.png").stat().st_size > 10000
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True,
+                          text=True).stdout
+    words = " ".join(text.split())
+    for node in ("gpu-a01", "gpu-a02", "gpu-b07", "gpu-c03"):
+        assert node in words
+    assert "Simulated fleet" in words
+    assert "CRITICAL" in words and "GPU 2 is lost" in words
+    assert ODD_DRIVER in words
+    assert "unreachable" in words.lower()
