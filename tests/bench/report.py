@@ -44,7 +44,7 @@ def fleet(count):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
