@@ -7,6 +7,7 @@ validation figures next to nominal ones), as a JSON-serialisable model and as on
 from __future__ import annotations
 
 import html
+import math
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health
@@ -17,9 +18,158 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
 STATUSES = ("ok", "unknown", "warning", "critical")
 RANK = {status: rank for rank, status in enumerate(STATUSES)}
 
-# The gpu_facts subsets whose facts the health judgement reads, each with a per-GPU key that shows it was gathered.
-HEALTH_KEYS = (("state", "persistence_mode"), ("ecc", "ecc_enabled"), ("thermal", "temperature_c"),
-               ("clocks", "clocks_event_reasons"), ("nvlink", "nvlinks"), ("pcie", "pcie"))
+# The gpu_facts subsets whose facts the health judgement reads, each with the per-GPU keys that show it was gathered
+# (gpu_facts sets every key of a subset it gathers, null where NVML does not support it).
+HEALTH_KEYS = (("state", ("persistence_mode",)),
+               ("ecc", ("ecc_enabled", "ecc_errors", "remapped_rows", "retired_pages_pending")),
+               ("thermal", ("temperature_c", "temperature_slowdown_c")), ("clocks", ("clocks_event_reasons",)),
+               ("nvlink", ("nvlinks",)), ("pcie", ("pcie",)))
+# Keys every gpu_facts since NVML errors are reported sets on each GPU and on the node: without them a failed NVML call
+# cannot be told from a value NVML does not support.
+GPU_BASE_KEYS = ("index", "lost", "errors")
+
+# What the report reads from the facts, by kind; null is always allowed (NVML does not support the value), any other
+# kind is malformed: the value is left out (null) and the node is unknown. "message" is any value, kept as text.
+TEXT, MESSAGE, BOOL, COUNT, NUMBER, AMOUNT, PERCENT, TEXTS = (
+    "text", "message", "bool", "count", "number", "amount", "percent", "texts")
+
+
+def _dict_of(**fields):
+    return ("dict", fields)
+
+
+def _list_of(kind):
+    return ("list", kind)
+
+
+_ECC_COUNTS = _dict_of(corrected=COUNT, uncorrected=COUNT)
+GPU_SCHEMA = {
+    "index": COUNT, "lost": BOOL, "error": MESSAGE, "errors": TEXTS, "name": TEXT, "uuid": TEXT, "serial": TEXT,
+    "pci_bus_id": TEXT, "vbios_version": TEXT, "persistence_mode": BOOL, "memory_total_mib": COUNT,
+    "memory_used_mib": COUNT, "temperature_c": AMOUNT, "temperature_slowdown_c": AMOUNT,
+    "temperature_shutdown_c": AMOUNT, "power_draw_w": AMOUNT, "power_limit_w": AMOUNT, "utilization_gpu_pct": PERCENT,
+    "ecc_enabled": BOOL, "ecc_errors": _dict_of(volatile=_ECC_COUNTS, aggregate=_ECC_COUNTS),
+    "remapped_rows": _dict_of(correctable=COUNT, uncorrectable=COUNT, pending=BOOL, failure=BOOL),
+    "retired_pages_pending": BOOL, "clocks_event_reasons": TEXTS,
+    "pcie": _dict_of(gen_current=COUNT, gen_max=COUNT, width_current=COUNT, width_max=COUNT),
+    "nvlinks": _list_of(_dict_of(index=COUNT, active=BOOL)), "mig_mode": BOOL,
+}
+FACTS_SCHEMA = {
+    "driver_loaded": BOOL, "reason": MESSAGE, "driver_version": TEXT, "cuda_driver_version": TEXT,
+    "nvml_version": TEXT, "gpu_count": COUNT, "errors": TEXTS, "pci_devices": _list_of(_dict_of(kind=TEXT)),
+    "topology": _list_of(_list_of(TEXT)), "driver_mismatch": _dict_of(loaded=TEXT, library=TEXT),
+    "health": _dict_of(findings=_list_of(_dict_of(gpu=COUNT, code=TEXT, severity=TEXT, message=MESSAGE))),
+}
+IB_SCHEMA = {
+    "devices": _list_of(_dict_of(
+        name=TEXT, hca_type=TEXT, fw_ver=TEXT, board_id=TEXT, pci_bus_id=TEXT, numa_node=NUMBER,
+        ports=_list_of(_dict_of(port=COUNT, state=TEXT, phys_state=TEXT, rate_gbps=AMOUNT, link_layer=TEXT)))),
+    "gpu_affinity": _list_of(_dict_of(pci_bus_id=TEXT, closest=TEXTS, path=TEXT)), "peermem_loaded": BOOL,
+}
+_MATMUL = _dict_of(size=COUNT, dtype=TEXT, tflops=AMOUNT)
+VALIDATION_SCHEMA = {
+    "version": TEXT, "failure": MESSAGE, "gpu_count": COUNT, "built_cuda": TEXT, "built_nccl": TEXT,
+    "statement": MESSAGE, "gpu": _dict_of(name=TEXT, matmul_fp32=_MATMUL, matmul_low=_MATMUL),
+    "allreduce": _dict_of(backend=TEXT, gpus=COUNT, busbw_gbps=AMOUNT),
+}
+
+
+def _finite(value):
+    """Whether value is a number (not a bool) with a finite value that a float can hold."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+# What a value of each plain kind is; a count stays below 2**53, so that a float holds it.
+_KINDS = {
+    TEXT: lambda value: isinstance(value, str),
+    BOOL: lambda value: isinstance(value, bool),
+    COUNT: lambda value: isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 53,
+    NUMBER: _finite,
+    AMOUNT: lambda value: _finite(value) and value >= 0,
+    PERCENT: lambda value: _finite(value) and 0 <= value <= 100,
+    TEXTS: lambda value: isinstance(value, list) and all(isinstance(item, str) for item in value),
+}
+
+
+def _clean(value, kind):
+    """(value as the report reads it, whether it was of its kind); a dict kind gets every key it names."""
+    if value is None:
+        return None, True
+    if kind == MESSAGE:
+        return (value, True) if isinstance(value, str) else (str(value), False)
+    if isinstance(kind, str):
+        good = _KINDS[kind](value)
+        return (value if good else None), good
+    container, inner = kind
+    if container == "list":
+        if not isinstance(value, list):
+            return None, False
+        items = []
+        for given in value:
+            item, good = _clean(given, inner)
+            if not good:
+                return None, False
+            items.append(item)
+        return items, True
+    if not isinstance(value, dict):
+        return None, False
+    clean = dict(value)
+    for key, field in inner.items():
+        item = value.get(key)
+        if item is None:
+            clean[key] = None
+        elif isinstance(field, str) and field != MESSAGE:  # a plain kind, checked here: the facts hold many
+            if not _KINDS[field](item):
+                return None, False
+        else:
+            clean[key], good = _clean(item, field)
+            if not good:
+                return None, False
+    return clean, True
+
+
+def _clean_all(data, schema, where):
+    """data with each key of schema cleaned; the malformed keys as "<where><key>"."""
+    clean, bad = dict(data), []
+    for key, kind in schema.items():
+        if key in data:
+            clean[key], good = _clean(data[key], kind)
+            if not good:
+                bad.append(where + key)
+    return clean, bad
+
+
+def clean_facts(facts):
+    """The GPU facts as the report reads them, and the keys that were malformed (each left out: null)."""
+    clean, bad = _clean_all(facts, FACTS_SCHEMA, "")
+    gpus = facts.get("gpus")
+    if gpus is not None and not isinstance(gpus, list):
+        clean["gpus"], gpus = [], None
+        bad.append("gpus")
+    if gpus is not None:
+        clean["gpus"] = []
+        for position, given in enumerate(gpus):
+            if not isinstance(given, dict):
+                bad.append("gpus[%d]" % position)
+                continue
+            gpu, gpu_bad = _clean_all(given, GPU_SCHEMA, "gpus[%d]." % position)
+            clean["gpus"].append(gpu)
+            bad.extend(gpu_bad)
+        indices = [gpu["index"] for gpu in clean["gpus"] if gpu.get("index") is not None]
+        bad.extend("gpus: index %d twice" % index for index in sorted({i for i in indices if indices.count(i) > 1}))
+    return clean, bad
+
+
+def _malformed(name, what, bad):
+    shown = ", ".join(bad[:8]) + (" and %d more" % (len(bad) - 8) if len(bad) > 8 else "")
+    return _finding(name, None, "facts_malformed", "unknown", "the %s are not what the module returns (%s): left out"
+                    % (what, shown))
+
 
 # Nominal figures per GPU model, by the name NVML gives it: dense (no sparsity) peak TFLOP/s and the NVLink bandwidth
 # of one GPU in one direction in GB/s (half the bidirectional total of the datasheets), the ceiling of NCCL's
@@ -110,8 +260,8 @@ def _check_nodes(nodes):
                           % type(nodes).__name__)
     for name, data in nodes.items():
         if not isinstance(data, dict):
-            raise ReportError("node %s: must be a dict with nvidia, ib, validation, slurm and versions (each "
-                              "optional), got %s" % (name, type(data).__name__))
+            raise ReportError("node %s: must be a dict with nvidia, ib, validation, slurm, versions and "
+                              "expected_gpu_count (each optional), got %s" % (name, type(data).__name__))
         for key in ("nvidia", "ib", "validation", "slurm", "versions"):
             if data.get(key) is not None and not isinstance(data[key], dict):
                 raise ReportError("node %s: %s must be a dict, got %s" % (name, key, type(data[key]).__name__))
@@ -119,6 +269,18 @@ def _check_nodes(nodes):
             if record is not None and not isinstance(record, dict):
                 raise ReportError("node %s: validation.%s must be the framework's validation record (a dict), got %s"
                                   % (name, framework, type(record).__name__))
+        expected_count(name, data.get("expected_gpu_count"))
+
+
+def expected_count(name, value):
+    """expected_gpu_count as gpu_health takes it (a whole number, 0 or more, or its ASCII digits); None if not given."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and re.match(r"\A[0-9]{1,6}\Z", value):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ReportError("node %s: expected_gpu_count must be a whole number, 0 or more, got %r" % (name, value))
 
 
 def primary_model(gpus):
@@ -130,18 +292,20 @@ def primary_model(gpus):
     return min(counts, key=lambda name: (-counts[name], name)) if counts else None
 
 
-def _health_findings(name, facts):
-    """The findings of _health (the policy gpu_facts and gpu_health apply), plus what keeps the facts from telling."""
-    verdict = _health.assess_node(facts)
+def _health_findings(name, facts, expected_gpu_count=None, malformed=()):
+    """The findings of _health (the policy gpu_facts and gpu_health apply), plus what keeps the facts from telling;
+    facts as clean_facts gives them, with the keys it found malformed."""
+    verdict = _health.assess_node(facts, expected_gpu_count)
     findings = list(verdict["findings"])
     seen = {(f.get("gpu"), f.get("code"), f.get("message")) for f in findings}
     for reported in (facts.get("health") or {}).get("findings") or []:
-        if isinstance(reported, dict) and (reported.get("gpu"), reported.get("code"),
-                                           reported.get("message")) not in seen:
+        if (reported.get("gpu"), reported.get("code"), reported.get("message")) not in seen:
             findings.append(reported)
     result = [_finding(name, f.get("gpu"), f.get("code"), f.get("severity") if f.get("severity") in RANK
                        else "unknown", f.get("message")) for f in findings]
-    incomplete = False
+    incomplete = bool(malformed)
+    if malformed:
+        result.append(_malformed(name, "GPU facts", malformed))
     if "driver_loaded" not in facts or "gpus" not in facts:
         result.append(_finding(name, None, "gpu_facts_incomplete", "unknown",
                                "the GPU facts lack driver_loaded or gpus: they are not what gpu_facts returns"))
@@ -152,12 +316,24 @@ def _health_findings(name, facts):
                                "without a driver is unknown" % (facts.get("reason") or "no reason given")))
         incomplete = True
     gpus = facts.get("gpus") or []
-    missing = [subset for subset, key in HEALTH_KEYS if any(key not in gpu for gpu in gpus)]
+    missing = [subset for subset, keys in HEALTH_KEYS if any(key not in gpu for gpu in gpus for key in keys)]
     if missing:
         result.append(_finding(name, None, "health_facts_incomplete", "unknown",
                                "the %s facts were not gathered: GPU health cannot be judged in full"
                                % ", ".join(missing)))
         incomplete = True
+    unreported = (["errors"] if "gpus" in facts and facts.get("errors") is None else []) + [
+        "GPU " + key for key in GPU_BASE_KEYS if any(gpu.get(key) is None for gpu in gpus)]
+    if unreported:
+        result.append(_finding(name, None, "nvml_errors_unreported", "unknown",
+                               "the GPU facts lack %s (an older gpu_facts?): a failed NVML call cannot be told from "
+                               "a value NVML does not support" % ", ".join(unreported)))
+        incomplete = True
+    if not result and "gpus" in facts and not gpus and expected_gpu_count != 0:
+        # A node of the GPU nodes without a GPU is most often an inventory mistake (as nvidia_driver says).
+        result.append(_finding(name, None, "no_gpu", "warning", "no GPU: %s" % (
+            "NVML counts none" if facts.get("driver_loaded") else "none is on the PCI bus, and NVML is not usable "
+            "(%s)" % (facts.get("reason") or "no reason given"))))
     return result, incomplete
 
 
@@ -305,18 +481,25 @@ def node_record(name, data, lost=()):
         unjudged = True
         facts = {}
     else:
-        findings, unjudged = _health_findings(name, facts)
+        facts, bad = clean_facts(facts)
+        findings, unjudged = _health_findings(name, facts, expected_count(name, data.get("expected_gpu_count")), bad)
     ib = data.get("ib")
     if ib is not None:
+        ib, bad = _clean_all(ib, IB_SCHEMA, "")
+        if bad:
+            findings.append(_malformed(name, "RDMA facts", bad))
         findings.extend(_rdma_findings(name, ib))
     slurm, slurm_findings = _slurm_record(name, data.get("slurm"))
     findings.extend(slurm_findings)
-    gpus = [gpu for gpu in facts.get("gpus") or [] if isinstance(gpu, dict)]
+    gpus = facts.get("gpus") or []
     model = primary_model(gpus)
     validation = []
-    for framework, record in sorted((data.get("validation") or {}).items(), key=lambda item: str(item[0])):
-        if record is None:
+    for framework, given in sorted((data.get("validation") or {}).items(), key=lambda item: str(item[0])):
+        if given is None:
             continue
+        record, bad = _clean_all(given, VALIDATION_SCHEMA, "")
+        if bad:
+            findings.append(_malformed(name, "%s validation facts" % framework, bad))
         validation.append(_validation_record(str(framework), record, model, gpus))
         if record.get("failure"):
             findings.append(_finding(name, None, "validation_failed", "critical",
@@ -519,7 +702,7 @@ def _badge(status):
 
 
 def _number(value, fmt="%g"):
-    return fmt % value if isinstance(value, (int, float)) and not isinstance(value, bool) else _e(value)
+    return fmt % value if _finite(value) else _e(value)
 
 
 def _pair(current, limit, unit, fmt="%g"):
@@ -583,7 +766,7 @@ def _topology_colour(label):
     if label == "X":
         return TOPOLOGY_SELF
     for prefix, colour in TOPOLOGY_COLOURS:
-        if label and (label == prefix or (prefix == "NV" and re.match(r"\ANV[0-9]+\Z", label))):
+        if isinstance(label, str) and (label == prefix or (prefix == "NV" and re.match(r"\ANV[0-9]+\Z", label))):
             return colour
     return TOPOLOGY_UNKNOWN
 

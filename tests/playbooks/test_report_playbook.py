@@ -9,6 +9,7 @@ has none) and pdftotext reads what was rendered; a screenshot is kept under buil
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,20 @@ PLAYBOOK = """
 
 - name: The report
   ansible.builtin.import_playbook: accelops.gpu.report
+"""
+
+
+# report.yml on its own, as a careless user runs it: --limit (which leaves the controller out), a relative report
+# directory, a node whose facts cannot be read, check mode first and a second run after the first.
+LIMITED_INVENTORY = """
+gpu_nodes:
+  hosts:
+    gpu-a01: {accelops_gpu_sysfs_root: "%(work)s/sys/gpu-a01"}
+    gpu-bad: {accelops_gpu_sysfs_root: "%(work)s/sys/no-such-tree"}
+    gpu-b07: {accelops_gpu_sysfs_root: "%(work)s/sys/gpu-a01"}
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: %(python)s
 """
 
 
@@ -128,3 +143,73 @@ def test_chromium_renders_the_nodes_the_critical_finding_and_the_drift(report):
     assert "CRITICAL" in words and "GPU 2 is lost" in words
     assert ODD_DRIVER in words
     assert "unreachable" in words.lower()
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory):
+    """(check run and whether it left the report's directory, first run, second run, work dir) of report.yml alone
+    with --limit gpu-a01,gpu-bad."""
+    if not FAKENVML.exists():
+        pytest.fail("build the fake NVML first: make units")
+    work = tmp_path_factory.mktemp("limited")
+    subprocess.run([sys.executable, str(ROOT / "tests" / "sim" / "host" / "mksysfs.py"),
+                    str(FIXTURES / "dgx-h100.conf"), str(work / "sys" / "gpu-a01")], check=True)
+    (work / "inventory.yml").write_text(LIMITED_INVENTORY % {"work": work, "python": sys.executable})
+    (work / "report.yml").write_text("- name: The report\n  ansible.builtin.import_playbook: accelops.gpu.report\n")
+    env = ansible_env(LD_LIBRARY_PATH=str(FAKENVML.parent), FAKE_NVML_FIXTURE=str(FIXTURES / "dgx-h100.conf"))
+
+    def run(*extra):
+        return subprocess.run(
+            ["ansible-playbook", "-i", "inventory.yml", "report.yml", "--limit", "gpu-a01,gpu-bad",
+             "-e", "accelops_gpu_report_dir=limited-report", *extra],
+            cwd=work, env=env, capture_output=True, text=True, check=False)
+
+    check = run("--check")
+    return (check, (work / "limited-report").exists()), run(), run(), work
+
+
+def test_check_mode_writes_nothing(limited):
+    (check, written), _first, _second, _work = limited
+    assert check.returncode == 0, check.stdout[-4000:]
+    assert "Check mode: nothing was written" in check.stdout
+    assert not written
+
+
+def test_limit_writes_the_report_of_the_limited_nodes_with_the_reason_of_a_failed_one(limited):
+    _check, first, _second, work = limited
+    assert first.returncode == 0, first.stdout[-4000:]
+    # A relative directory is taken from where ansible-playbook runs, not from the playbook's directory.
+    assert "Fleet report: %s/fleet.html" % (work.resolve() / "limited-report") in first.stdout
+    assert not (ROOT / "playbooks" / "limited-report").exists()
+    model = json.loads((work / "limited-report" / "fleet.json").read_text())
+    assert [node["name"] for node in model["nodes"]] == ["gpu-a01"]
+    assert [failed["name"] for failed in model["failed"]] == ["gpu-bad"]
+    assert model["failed"][0]["reason"].startswith("GPU facts: sysfs_root: ")
+    assert model["summary"]["nodes"] == 2 and "gpu-b07" not in json.dumps(model)
+
+
+def test_a_second_run_changes_nothing(limited):
+    _check, _first, second, _work = limited
+    assert second.returncode == 0, second.stdout[-4000:]
+    recap = re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", second.stdout, re.MULTILINE)
+    assert recap and all(changed == "0" for _host, changed in recap), recap
+
+
+def test_facts_from_a_persistent_cache_are_not_taken_for_this_run(limited, tmp_path):
+    """With a jsonfile fact cache, a node gathered by an earlier run and unreachable now is unreachable in the report,
+    not ok from the cached facts."""
+    _check, _first, _second, work = limited
+    env = ansible_env(LD_LIBRARY_PATH=str(FAKENVML.parent), FAKE_NVML_FIXTURE=str(FIXTURES / "dgx-h100.conf"),
+                      ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "cache"))
+    down = work / "down.yml"
+    down.write_text((work / "inventory.yml").read_text().replace(
+        'gpu-a01: {', 'gpu-a01: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 9, '
+        'ansible_ssh_timeout: 3, '))
+    for inventory in ("inventory.yml", down.name):
+        run = subprocess.run(["ansible-playbook", "-i", inventory, "report.yml", "--limit", "gpu-a01",
+                              "-e", "accelops_gpu_report_dir=%s" % (tmp_path / "report")],
+                             cwd=work, env=env, capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stdout[-4000:]
+    assert (tmp_path / "cache").is_dir()
+    model = json.loads((tmp_path / "report" / "fleet.json").read_text())
+    assert model["nodes"] == [] and [node["name"] for node in model["unreachable"]] == ["gpu-a01"]

@@ -303,7 +303,9 @@ def test_without_nvml_the_pci_bus_decides(gather, fabric, tmp_path):
     assert (record["status"], record["findings"][0]["code"]) == ("critical", "driver_unavailable")
     (tmp_path / "empty" / "bus" / "pci" / "devices").mkdir(parents=True)
     bare = gather("driver-not-loaded", subsets=("all",), sysfs_root=str(tmp_path / "empty"))
-    assert (bare["pci_devices"], fleet_model({"n1": {"nvidia": bare}})["nodes"][0]["status"]) == ([], "ok")
+    # No GPU on the bus and no driver: told, not ok (a GPU node without a GPU is most often an inventory mistake).
+    record = fleet_model({"n1": {"nvidia": bare}})["nodes"][0]
+    assert (bare["pci_devices"], record["status"], record["findings"][0]["code"]) == ([], "warning", "no_gpu")
 
 
 def test_unreachable_and_failed_nodes_keep_their_reasons(gather):
@@ -404,6 +406,132 @@ def test_the_model_leaves_its_input_alone(gather, fabric):
     before = copy.deepcopy(nodes)
     fleet_model(nodes, {"n2": "timeout"})
     assert nodes == before
+
+
+def _set(path, value):
+    """A change to a node's input: path is a tuple of keys and list positions from the node."""
+
+    def change(node):
+        target = node
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("path, value", [
+    (("nvidia", "gpus", 0, "temperature_c"), NAN),
+    (("nvidia", "gpus", 0, "temperature_c"), INF),
+    (("nvidia", "gpus", 0, "temperature_c"), "hot"),
+    (("nvidia", "gpus", 0, "temperature_slowdown_c"), "87"),
+    (("nvidia", "gpus", 0, "memory_used_mib"), NAN),
+    (("nvidia", "gpus", 0, "memory_total_mib"), 10 ** 400),
+    (("nvidia", "gpus", 0, "power_draw_w"), [1]),
+    (("nvidia", "gpus", 0, "power_draw_w"), -5.0),
+    (("nvidia", "gpus", 0, "utilization_gpu_pct"), 250),
+    (("nvidia", "gpus", 0, "ecc_errors"), "x"),
+    (("nvidia", "gpus", 0, "ecc_errors", "volatile"), {"uncorrected": "5"}),
+    (("nvidia", "gpus", 0, "ecc_errors", "volatile"), {"uncorrected": NAN}),
+    (("nvidia", "gpus", 0, "remapped_rows"), [1]),
+    (("nvidia", "gpus", 0, "nvlinks"), [1]),
+    (("nvidia", "gpus", 0, "pcie"), "x"),
+    (("nvidia", "gpus", 0, "clocks_event_reasons"), "hw_slowdown"),
+    (("nvidia", "gpus", 0, "errors"), [1]),
+    (("nvidia", "gpus", 0, "errors"), None),
+    (("nvidia", "gpus", 0, "lost"), "false"),
+    (("nvidia", "gpus", 0, "index"), "0"),
+    (("nvidia", "gpus", 1, "index"), 0),
+    (("nvidia", "gpus", 0, "name"), ["x"]),
+    (("nvidia", "gpus", 0, "pci_bus_id"), {"a": 1}),
+    (("nvidia", "gpus", 0), None),
+    (("nvidia", "gpus"), {"0": {}}),
+    (("nvidia", "gpus"), "none"),
+    (("nvidia", "errors"), [1]),
+    (("nvidia", "driver_loaded"), "false"),
+    (("nvidia", "pci_devices"), [1]),
+    (("nvidia", "topology"), [[1, 2]]),
+    (("nvidia", "topology"), [1]),
+    (("nvidia", "health"), "ok"),
+    (("nvidia", "health"), {"findings": [{"gpu": [0], "code": "x", "severity": "warning", "message": "x"}]}),
+    (("ib", "devices"), "mlx5_0"),
+    (("ib", "devices", 0, "ports"), [1]),
+    (("ib", "gpu_affinity"), [{"pci_bus_id": ["x"]}]),
+    (("validation", "pytorch", "gpu", "matmul_fp32"), [1]),
+    (("validation", "pytorch", "gpu", "matmul_fp32", "tflops"), NAN),
+    (("validation", "pytorch", "gpu", "matmul_low", "dtype"), ["bfloat16"]),
+    (("validation", "pytorch", "allreduce", "busbw_gbps"), INF),
+], ids=lambda v: ".".join(map(str, v)) if isinstance(v, tuple) else repr(v)[:12])
+def test_malformed_facts_are_unknown_never_ok_and_never_a_traceback(gather, fabric, path, value):
+    node = {"nvidia": gather("dgx-h100"), "ib": _ib.collect(fabric("dgx-h100")),
+            "validation": {"pytorch": validation()}}
+    _set(path, value)(node)
+    model = fleet_model({"n1": node})
+    record = model["nodes"][0]
+    assert record["status"] != "ok" and model["summary"]["health"]["ok"] == 0
+    assert "facts_malformed" in [f["code"] for f in record["findings"]] or (
+        "nvml_errors_unreported" in [f["code"] for f in record["findings"]])
+    json.dumps(model, allow_nan=False)
+    render_html(model, "Fleet", GENERATED)
+
+
+@pytest.mark.parametrize("drop, code", [
+    # Facts from a gpu_facts before NVML errors were reported: a failed call reads as a value NVML does not support.
+    (("errors",), "nvml_errors_unreported"),
+    (("gpus", "errors"), "nvml_errors_unreported"),
+    (("gpus", "lost"), "nvml_errors_unreported"),
+    (("gpus", "index"), "nvml_errors_unreported"),
+    (("gpus", "ecc_errors"), "health_facts_incomplete"),
+    (("gpus", "remapped_rows"), "health_facts_incomplete"),
+    (("gpus", "temperature_slowdown_c"), "health_facts_incomplete"),
+])
+def test_facts_without_newer_keys_are_unknown(gather, drop, code):
+    facts = gather("dgx-h100")
+    if drop[0] == "gpus":
+        for gpu in facts["gpus"]:
+            del gpu[drop[1]]
+    else:
+        del facts[drop[0]]
+    record = fleet_model({"n1": {"nvidia": facts}})["nodes"][0]
+    assert record["status"] == "unknown" and code in [f["code"] for f in record["findings"]]
+    assert {gpu["status"] for gpu in record["gpus"]} == {"unknown"}
+
+
+@pytest.mark.parametrize("fixture, why", [
+    ("no-gpu", "NVML counts none"), ("driver-not-loaded", "none is on the PCI bus"),
+])
+def test_a_gpu_node_without_a_gpu_is_not_ok(gather, tmp_path, fixture, why):
+    (tmp_path / "bare" / "bus" / "pci" / "devices").mkdir(parents=True)
+    facts = gather(fixture, subsets=("all",), sysfs_root=str(tmp_path / "bare"))
+    assert (facts["pci_devices"], facts["gpus"]) == ([], [])
+    record = fleet_model({"n1": {"nvidia": facts}})["nodes"][0]
+    assert (record["status"], [f["code"] for f in record["findings"]]) == ("warning", ["no_gpu"])
+    assert why in record["findings"][0]["message"]
+    # A node meant to have none says so.
+    assert fleet_model({"n1": {"nvidia": facts, "expected_gpu_count": 0}})["nodes"][0]["status"] == "ok"
+
+
+def test_the_expected_gpu_count_is_judged_as_gpu_health_does(gather):
+    facts = gather("dgx-h100")
+    for expected in (9, "9"):
+        record = fleet_model({"n1": {"nvidia": facts, "expected_gpu_count": expected}})["nodes"][0]
+        assert (record["status"], record["findings"][0]["code"]) == ("critical", "gpu_count_low")
+    assert fleet_model({"n1": {"nvidia": facts, "expected_gpu_count": "8"}})["nodes"][0]["status"] == "ok"
+    for wrong in ("eight", -1, True, 1.5):
+        with pytest.raises(ReportError, match="node n1: expected_gpu_count must be a whole number"):
+            fleet_model({"n1": {"nvidia": facts, "expected_gpu_count": wrong}})
+
+
+def test_the_html_takes_a_model_with_odd_numbers_and_labels(gather):
+    model = fleet_model({"n1": {"nvidia": gather("dgx-h100")}})
+    gpu = model["nodes"][0]["gpus"][0]
+    gpu.update(memory_used_mib=NAN, memory_total_mib=INF, power_draw_w=10 ** 400, temperature_c=-INF)
+    model["nodes"][0]["topology"]["matrix"][0][1] = 18
+    page = render_html(model, "Fleet", GENERATED)
+    assert "<td>nan / inf MiB</td>" in page and ">18</text>" in page
 
 
 @pytest.mark.parametrize("args, message", [
