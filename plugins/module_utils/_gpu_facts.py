@@ -10,6 +10,7 @@ import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _pci
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import (
+    NVML_ERROR_INVALID_ARGUMENT,
     NVML_ERROR_LIB_RM_VERSION_MISMATCH,
     GpuLost,
     NvmlCallError,
@@ -411,8 +412,13 @@ class GpuFactsCollector:
         for link in range(NVML_NVLINK_MAX_LINKS):
             try:
                 state = self.nvml.call("nvmlDeviceGetNvLinkState", h, link)
-            except NvmlCallError:
-                break  # past the last link of this GPU
+            except NvmlCallError as exc:
+                if exc.code == NVML_ERROR_INVALID_ARGUMENT:
+                    break  # past the last link of this GPU
+                # Any other answer is a link whose state NVML could not give: an error of this GPU, never a shorter
+                # list of healthy links.
+                self.nvml.errors.append(str(exc))
+                continue
             if state is None:
                 break
             remote = self.nvml.query("nvmlDeviceGetNvLinkRemotePciInfo", h, link) if state else None

@@ -334,6 +334,18 @@ def test_a_value_nvml_fails_to_give_is_a_warning_naming_gpu_and_call(module_resu
                                             "error 10)"}]
 
 
+def test_an_nvlink_state_nvml_fails_to_give_is_an_error_not_a_shorter_list(module_result, nvml_fixture):
+    # The 5th call is GPU 0's link 4: NVML fails it part-way through the links.
+    facts = facts_with(module_result, nvml_fixture, "fail.nvmlDeviceGetNvLinkState=5:UNKNOWN")
+    links = facts["gpus"][0]["nvlinks"]
+    assert [link["index"] for link in links] == [i for i in range(18) if i != 4]
+    assert all(link["active"] for link in links)
+    assert facts["gpus"][0]["errors"] == ["nvmlDeviceGetNvLinkState: Unknown Error (NVML error 999)"]
+    assert [len(g["nvlinks"]) for g in facts["gpus"][1:]] == [18] * 7
+    assert facts["health"]["status"] == "warning"
+    assert [(f["gpu"], f["code"]) for f in facts["health"]["findings"]] == [(0, "nvml_error")]
+
+
 # Through ansible itself, in processes of their own: what a host without the library or without pynvml sees.
 
 def run_ansible(tmp_path, interpreter, **env):
