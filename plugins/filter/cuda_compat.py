@@ -6,24 +6,13 @@
 
 from __future__ import annotations
 
-import functools
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
 
 
 def _filter(function):
     """Expose a pure function of _cuda_compat as a filter whose errors are AnsibleFilterError."""
-
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except _cuda_compat.CompatError as error:
-            raise AnsibleFilterError("%s: %s" % (function.__name__, error)) from error
-
-    return wrapper
+    return filter_errors(function.__name__, _cuda_compat.CompatError)(function)
 
 
 cuda_min_driver = _filter(_cuda_compat.cuda_min_driver)

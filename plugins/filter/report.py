@@ -5,27 +5,13 @@
 
 from __future__ import annotations
 
-import functools
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _report
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
 
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-
-    def decorate(function):
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            try:
-                return function(*args, **kwargs)
-            except _report.ReportError as error:
-                raise AnsibleFilterError("%s: %s" % (name, error)) from error
-
-        return wrapper
-
-    return decorate
+    return filter_errors(name, _report.ReportError)
 
 
 @_filter("fleet_report_model")

@@ -8,27 +8,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
-
-from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
 
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-
-    def decorate(function):
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            try:
-                return function(*args, **kwargs)
-            except _slurm.SlurmError as error:
-                raise AnsibleFilterError("%s: %s" % (name, error)) from error
-
-        return wrapper
-
-    return decorate
+    return filter_errors(name, _slurm.SlurmError)
 
 
 def _text(value, what, streams=("stdout",)):
