@@ -10,7 +10,7 @@ import html
 import math
 import re
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _health
+from ansible_collections.accelops.gpu.plugins.module_utils import _health, _numbers
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
 
 # Node and GPU statuses, best first. "unknown" (facts missing, incomplete, or the node not reached) is never "ok",
@@ -276,11 +276,11 @@ def expected_count(name, value):
     """expected_gpu_count as gpu_health takes it (a whole number, 0 or more, or its ASCII digits); None if not given."""
     if value is None or value == "":
         return None
-    if isinstance(value, str) and re.match(r"\A[0-9]{1,6}\Z", value):
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise ReportError("node %s: expected_gpu_count must be a whole number, 0 or more, got %r" % (name, value))
+    count = _numbers.whole(value.strip(" ") if isinstance(value, str) else value)
+    if count is None:
+        raise ReportError("node %s: expected_gpu_count must be a whole number, 0 or more, got %s"
+                          % (name, _numbers.shown(value)))
+    return count
 
 
 def primary_model(gpus):
