@@ -28,15 +28,15 @@ def _read(path):
     return read_attribute(path)
 
 
-def _natural(name):
-    """Sort key that puts mlx5_2 before mlx5_10."""
+def natural(name):
+    """Sort key that puts mlx5_2 before mlx5_10 (and node2 before node10)."""
     return [(0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
             for part in re.split(r"([0-9]{1,18})", name)]
 
 
 def _listdir(path):
     try:
-        return sorted(os.listdir(path), key=_natural)
+        return sorted(os.listdir(path), key=natural)
     except OSError:
         return []
 
