@@ -409,6 +409,7 @@ class GpuFactsCollector:
 
     def _nvlink(self, h, gpu):
         links = []
+        seen = len(self.nvml.errors)
         for link in range(NVML_NVLINK_MAX_LINKS):
             try:
                 state = self.nvml.call("nvmlDeviceGetNvLinkState", h, link)
@@ -420,7 +421,7 @@ class GpuFactsCollector:
                 self.nvml.errors.append(str(exc))
                 continue
             if state is None:
-                break
+                break  # "not supported": no (further) NVLink on this GPU, as Slurm's NVML plugin also reads it
             remote = self.nvml.query("nvmlDeviceGetNvLinkRemotePciInfo", h, link) if state else None
             remote_type = self.nvml.query("nvmlDeviceGetNvLinkRemoteDeviceType", h, link) if state else None
             links.append({
@@ -429,6 +430,8 @@ class GpuFactsCollector:
                 "remote_pci_bus_id": normalise_bus_id(text(remote.busId)) if remote is not None else None,
                 "remote_type": NVLINK_REMOTE_TYPES.get(remote_type),
             })
+        # One error per distinct answer, not one per link (up to NVML_NVLINK_MAX_LINKS of each).
+        self.nvml.errors[seen:] = list(dict.fromkeys(self.nvml.errors[seen:]))
         gpu["nvlinks"] = links or None
 
     def _mig(self, h, gpu):

@@ -346,6 +346,28 @@ def test_an_nvlink_state_nvml_fails_to_give_is_an_error_not_a_shorter_list(modul
     assert [(f["gpu"], f["code"]) for f in facts["health"]["findings"]] == [(0, "nvml_error")]
 
 
+@pytest.mark.parametrize("line, error, others", [
+    ("fail.nvmlDeviceGetNvLinkState=1+:TIMEOUT", "nvmlDeviceGetNvLinkState: Timeout (NVML error 10)", True),
+    ("fail.nvmlDeviceGetNvLinkState=1+:NOT_SUPPORTED", None, False),  # no NVLink at all: no error
+    ("fail.nvmlDeviceGetNvLinkRemoteDeviceType=1+:UNKNOWN",
+     "nvmlDeviceGetNvLinkRemoteDeviceType: Unknown Error (NVML error 999)", True),
+])
+def test_nvlink_calls_that_all_fail_are_one_error_per_gpu_not_one_per_link(module_result, nvml_fixture, line, error,
+                                                                           others):
+    facts = facts_with(module_result, nvml_fixture, line)
+    assert facts["gpus"][0]["errors"] == ([error] if error else [])
+    assert [g["errors"] for g in facts["gpus"][1:]] == [[error] if others else []] * 7
+    assert facts["health"]["status"] == ("warning" if error else "ok")
+
+
+def test_a_gpu_lost_part_way_through_its_nvlinks_is_lost(module_result, nvml_fixture):
+    facts = facts_with(module_result, nvml_fixture, "fail.nvmlDeviceGetNvLinkState=5:GPU_IS_LOST")
+    assert facts["gpus"][0]["lost"] is True and facts["gpus"][0]["nvlinks"] is None
+    assert [len(g["nvlinks"]) for g in facts["gpus"][1:]] == [18] * 7
+    assert facts["health"]["status"] == "critical"
+    assert [(f["gpu"], f["code"]) for f in facts["health"]["findings"]] == [(0, "gpu_lost")]
+
+
 # Through ansible itself, in processes of their own: what a host without the library or without pynvml sees.
 
 def run_ansible(tmp_path, interpreter, **env):
