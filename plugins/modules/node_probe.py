@@ -1,0 +1,219 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_probe
+short_description: Read a node's packages, package candidates, files, services and read-only commands in one call
+version_added: 0.1.0
+description:
+  - Gathers in one round trip what a role needs to decide, on the controller, whether a converged node needs any
+    change. Each task on a node costs a round trip on every node on every run; a role that reads its state with one
+    probe and skips the changes it does not need re-runs in a few round trips.
+  - Changes nothing, also outside check mode. The commands it is given must only read.
+  - A part that cannot be read (no dpkg, no apt, no systemd) is C(null), not a failure, so that a role falls back to
+    its own tasks.
+options:
+  packages:
+    description:
+      - Package names or patterns (C(linux-headers-*)) to look up in the package database (dpkg on Debian and
+        Ubuntu, rpm elsewhere). Every installed package a pattern matches is returned; a name that is not installed
+        is returned with C(installed=false).
+    type: list
+    elements: str
+    default: []
+  candidates:
+    description:
+      - Package names to look up in apt's package lists (C(apt-cache policy)) for the installed and candidate version
+        and the versions on offer. C(null) where apt is not the package manager.
+    type: list
+    elements: str
+    default: []
+  files:
+    description:
+      - Paths whose state is returned (existence, type, mode, owner, group, size, SHA-1 of a regular file).
+    type: list
+    elements: path
+    default: []
+  read:
+    description:
+      - Paths whose state and content (text, up to 1 MiB) are returned.
+    type: list
+    elements: path
+    default: []
+  globs:
+    description:
+      - Shell patterns whose matches are returned, sorted.
+    type: list
+    elements: str
+    default: []
+  services:
+    description:
+      - systemd units whose load, active and unit file states are returned (one C(systemctl show)). C(null) on a
+        node not booted with systemd.
+    type: list
+    elements: str
+    default: []
+  commands:
+    description:
+      - Read-only commands to run, by a name of the caller's choice; each an argument list run without a shell,
+        with C(LC_ALL=C). Their C(rc), C(stdout), C(stderr) and C(stdout_lines) are returned under that name, as
+        M(ansible.builtin.command) registers them. A command that is not found gets rc 127.
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - accelops.gpu.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+author:
+  - accelops.gpu maintainers (@accelops)
+"""
+
+EXAMPLES = r"""
+- name: Read the driver's state
+  accelops.gpu.node_probe:
+    packages: [nvidia-driver-pinning-550, libnvidia-ml1]
+    candidates: [libnvidia-ml1]
+    files: [/etc/modprobe.d/nvidia.conf]
+    globs: [/boot/vmlinuz-*]
+    services: [nvidia-persistenced.service]
+    commands:
+      dkms: [dkms, status]
+  register: __driver_state
+"""
+
+RETURN = r"""
+packages:
+  description: Per package asked for, from the package database; C(null) when neither dpkg nor rpm is there.
+  returned: always
+  type: dict
+  sample: {"libnvidia-ml1": {"installed": true, "version": "550.54.15-1", "hold": true, "state": "installed"}}
+candidates:
+  description: Per package asked for, from apt-cache policy; C(null) without apt.
+  returned: always
+  type: dict
+  sample: {"libnvidia-ml1": {"known": true, "installed": "550.54.15-1", "candidate": "550.54.15-1",
+           "versions": ["550.54.15-1", "550.40.07-1"]}}
+files:
+  description: Per path in O(files) and O(read).
+  returned: always
+  type: dict
+  sample: {"/etc/modprobe.d/nvidia.conf": {"exists": true, "type": "file", "mode": "0644", "owner": "root",
+           "group": "root", "size": 120, "checksum": "0c3f0e5e1c1a0e6ab3a86b7b6a3f0c4a3d9c5f43"}}
+globs:
+  description: Per pattern, the sorted paths it matches.
+  returned: always
+  type: dict
+  sample: {"/boot/vmlinuz-*": ["/boot/vmlinuz-6.1.0-18-amd64"]}
+services:
+  description: Per unit, C(load_state), C(active_state), C(sub_state) and C(unit_file_state); C(null) without systemd.
+  returned: always
+  type: dict
+  sample: {"nvidia-persistenced.service": {"load_state": "loaded", "active_state": "active", "sub_state": "running",
+           "unit_file_state": "enabled"}}
+commands:
+  description: Per name in O(commands), C(rc), C(stdout), C(stderr), C(stdout_lines) and C(cmd).
+  returned: always
+  type: dict
+  sample: {"dkms": {"rc": 0, "stdout": "nvidia/550.54.15, 6.1.0-18-amd64, x86_64: installed", "stderr": "",
+           "stdout_lines": ["nvidia/550.54.15, 6.1.0-18-amd64, x86_64: installed"], "cmd": ["dkms", "status"]}}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _probe
+
+ENVIRON = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
+
+
+def run(module, argv):
+    if not module.get_bin_path(argv[0]) and not os.path.isabs(argv[0]):
+        return {"rc": 127, "stdout": "", "stderr": "%s: command not found" % argv[0], "cmd": argv}
+    rc, out, err = module.run_command(argv, environ_update=ENVIRON)
+    return {"rc": rc, "stdout": out, "stderr": err, "cmd": argv}
+
+
+def packages(module, names):
+    if not names:
+        return {}
+    if module.get_bin_path("dpkg-query"):
+        out = run(module, ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Status}\\n", "--", *names])
+        return _probe.parse_dpkg_query(out["stdout"], names)
+    if module.get_bin_path("rpm"):
+        out = run(module, ["rpm", "-qa", "--qf", "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n", *names])
+        return _probe.parse_rpm_query(out["stdout"], names)
+    return None
+
+
+def candidates(module, names):
+    if not names:
+        return {}
+    if not module.get_bin_path("apt-cache"):
+        return None
+    out = run(module, ["apt-cache", "policy", "--", *names])
+    if out["rc"] != 0:
+        module.fail_json(msg="apt-cache policy failed: %s" % out["stderr"].strip(), rc=out["rc"])
+    return _probe.parse_apt_policy(out["stdout"], names)
+
+
+def services(module, names):
+    if not names:
+        return {}
+    if not (os.path.isdir("/run/systemd/system") and module.get_bin_path("systemctl")):
+        return None
+    out = run(module, ["systemctl", "show", "--property=" + ",".join(_probe.SERVICE_PROPERTIES), "--", *names])
+    if out["rc"] != 0:
+        module.fail_json(msg="systemctl show failed: %s" % out["stderr"].strip(), rc=out["rc"])
+    return _probe.parse_systemctl_show(out["stdout"], names)
+
+
+def commands(module, wanted):
+    result = {}
+    for name, argv in wanted.items():
+        if not isinstance(argv, list) or not argv or not all(isinstance(arg, (str, int)) for arg in argv):
+            module.fail_json(msg="commands.%s must be a non-empty list of arguments, got %r" % (name, argv))
+        out = run(module, [str(arg) for arg in argv])
+        out["stdout_lines"] = out["stdout"].splitlines()
+        result[name] = out
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            packages=dict(type="list", elements="str", default=[]),
+            candidates=dict(type="list", elements="str", default=[]),
+            files=dict(type="list", elements="path", default=[]),
+            read=dict(type="list", elements="path", default=[]),
+            globs=dict(type="list", elements="str", default=[]),
+            services=dict(type="list", elements="str", default=[]),
+            commands=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    for key in ("packages", "candidates", "services"):
+        bad = [name for name in params[key] if not name or name.startswith("-") or any(c.isspace() for c in name)]
+        if bad:
+            module.fail_json(msg="%s: names must be non-empty, without white space and not start with '-', got %s"
+                             % (key, ", ".join(repr(name) for name in bad)))
+    files = {path: _probe.file_state(path) for path in params["files"]}
+    files.update({path: _probe.file_state(path, read=True) for path in params["read"]})
+    module.exit_json(changed=False, packages=packages(module, params["packages"]),
+                     candidates=candidates(module, params["candidates"]), files=files,
+                     globs=_probe.expand_globs(params["globs"]), services=services(module, params["services"]),
+                     commands=commands(module, params["commands"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The parsers of node_probe over the text the tools print on a simulated node (Debian 12, the local mirror)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _probe
+
+POLICY = """\
+libnvidia-ml1:
+  Installed: 550.54.15-1
+  Candidate: 550.54.15-1
+  Version table:
+     590.48.01-1 600
+        600 http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+     570.124.06-1 600
+        600 http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+ *** 550.54.15-1 1000
+        600 http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+        100 /var/lib/dpkg/status
+nvidia-driver-pinning-550:
+  Installed: (none)
+  Candidate: 550-1
+  Version table:
+     550-1 600
+        600 http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+python3:
+  Installed: 3.11.2-1+b1
+  Candidate: 3.11.2-1+b1
+  Version table:
+ *** 3.11.2-1+b1 500
+        500 http://deb.debian.org/debian bookworm/main amd64 Packages
+        100 /var/lib/dpkg/status
+"""
+
+
+def test_apt_policy():
+    found = _probe.parse_apt_policy(POLICY, ["libnvidia-ml1", "nvidia-driver-pinning-550", "python3", "nosuch"])
+    assert found["libnvidia-ml1"] == {"known": True, "installed": "550.54.15-1", "candidate": "550.54.15-1",
+                                      "versions": ["590.48.01-1", "570.124.06-1", "550.54.15-1"]}
+    assert found["nvidia-driver-pinning-550"] == {"known": True, "installed": None, "candidate": "550-1",
+                                                  "versions": ["550-1"]}
+    assert found["python3"]["versions"] == ["3.11.2-1+b1"]
+    # apt prints nothing for a name it does not know.
+    assert found["nosuch"] == {"known": False, "installed": None, "candidate": None, "versions": []}
+
+
+def test_apt_policy_without_candidate():
+    text = "cuda-toolkit-12-8:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n"
+    assert _probe.parse_apt_policy(text, ["cuda-toolkit-12-8"])["cuda-toolkit-12-8"] == {
+        "known": True, "installed": None, "candidate": None, "versions": []}
+
+
+@pytest.mark.parametrize("status, installed, hold", [
+    ("hold ok installed", True, True),
+    ("install ok installed", True, False),
+    ("deinstall ok config-files", False, False),
+    ("install ok half-configured", True, False),
+    ("unknown ok not-installed", False, False),
+    ("hold ok not-installed", False, True),
+])
+def test_dpkg_query(status, installed, hold):
+    found = _probe.parse_dpkg_query("libnvidia-ml1\t550.54.15-1\t%s\n" % status, ["libnvidia-ml1"])
+    assert found["libnvidia-ml1"]["installed"] is installed
+    assert found["libnvidia-ml1"]["hold"] is hold
+    assert found["libnvidia-ml1"]["version"] == ("550.54.15-1" if installed else None)
+
+
+def test_dpkg_query_unknown_and_multiarch():
+    text = ("libc6\t2.36-9\tinstall ok installed\n"
+            "libc6\t\tdeinstall ok config-files\n"
+            "garbage line\n")
+    found = _probe.parse_dpkg_query(text, ["libc6", "nosuch"])
+    assert found["libc6"] == {"installed": True, "version": "2.36-9", "hold": False, "state": "installed"}
+    assert found["nosuch"] == {"installed": False, "version": None, "hold": False, "state": "not-installed"}
+
+
+def test_rpm_query():
+    text = ("nvidia-driver\t3:550.54.15-1.el9\nkmod-nvidia-open-dkms\t0:550.54.15-1.el9\n"
+            "kernel-devel\t0:5.14.0-362.el9\nkernel-devel\t0:5.14.0-427.el9\n")
+    found = _probe.parse_rpm_query(text, ["nvidia-driver", "kmod-nvidia-open-dkms", "foo", "kernel-devel*"])
+    assert found["nvidia-driver"]["version"] == "3:550.54.15-1.el9"
+    assert found["kmod-nvidia-open-dkms"]["version"] == "550.54.15-1.el9"
+    assert found["kernel-devel"]["versions"] == ["5.14.0-362.el9", "5.14.0-427.el9"]
+    assert found["foo"] == {"installed": False, "version": None, "versions": [], "hold": None, "state": "not-installed"}
+    assert "kernel-devel*" not in found
+
+
+def test_dpkg_query_patterns():
+    text = "linux-headers-6.1.0-18-amd64\t6.1.76-1\tinstall ok installed\n"
+    found = _probe.parse_dpkg_query(text, ["linux-headers-*", "dkms"])
+    assert set(found) == {"linux-headers-6.1.0-18-amd64", "dkms"}
+    assert found["dkms"]["installed"] is False
+
+
+def test_systemctl_show():
+    text = ("Id=nvidia-persistenced.service\nLoadState=loaded\nActiveState=active\nSubState=running\n"
+            "UnitFileState=enabled\n\nId=nosuch.service\nLoadState=not-found\nActiveState=inactive\nSubState=dead\n"
+            "UnitFileState=\n")
+    found = _probe.parse_systemctl_show(text, ["nvidia-persistenced.service", "nosuch.service"])
+    assert found["nvidia-persistenced.service"] == {"load_state": "loaded", "active_state": "active",
+                                                    "sub_state": "running", "unit_file_state": "enabled"}
+    assert found["nosuch.service"] == {"load_state": "not-found", "active_state": "inactive", "sub_state": "dead",
+                                       "unit_file_state": None}
+
+
+def test_file_state(tmp_path):
+    path = tmp_path / "nvidia.conf"
+    path.write_text("options nvidia NVreg_OpenRmEnableUnsupportedGpus=1\n")
+    os.chmod(path, 0o640)
+    os.symlink(str(path), str(tmp_path / "link"))
+    state = _probe.file_state(str(path), read=True)
+    assert state["exists"] is True and state["type"] == "file" and state["mode"] == "0640"
+    # The checksum the copy and template modules compare.
+    assert state["checksum"] == hashlib.sha1(path.read_bytes()).hexdigest()
+    assert state["content"] == path.read_text()
+    assert "content" not in _probe.file_state(str(path))
+    assert _probe.file_state(str(tmp_path / "link"))["target"] == str(path)
+    assert _probe.file_state(str(tmp_path / "link"))["checksum"] is None
+    assert _probe.file_state(str(tmp_path / "missing")) == {"exists": False}
+    assert _probe.file_state(str(tmp_path))["type"] == "directory"
+
+
+def test_globs(tmp_path):
+    for name in ("vmlinuz-6.1.0-18-amd64", "vmlinuz-6.1.0-9-amd64", "config-6.1.0-9-amd64"):
+        (tmp_path / name).write_text("")
+    pattern = str(tmp_path / "vmlinuz-*")
+    assert _probe.expand_globs([pattern]) == {pattern: [str(tmp_path / "vmlinuz-6.1.0-18-amd64"),
+                                                        str(tmp_path / "vmlinuz-6.1.0-9-amd64")]}
