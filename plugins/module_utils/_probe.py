@@ -7,6 +7,7 @@ functions over the text the tools print."""
 
 from __future__ import annotations
 
+import base64
 import glob
 import grp
 import hashlib
@@ -23,70 +24,55 @@ INSTALLED_STATES = ("installed", "half-configured", "unpacked", "half-installed"
                     "triggers-pending")
 
 
-def parse_dpkg_query(text, names):
-    """`dpkg-query -W -f '${Package}\\t${Version}\\t${Status}\\n' NAMES`: for each package found, whether it is
-    installed, its version and whether it is held (dpkg's selection 'hold'). NAMES may be dpkg's patterns
-    (linux-headers-*): every package they match is in the result; a plain name dpkg does not know is not installed."""
-    found = {}
+def parse_dpkg_query(text):
+    """`dpkg-query -W -f '${Package}\\t${Version}\\t${Architecture}\\t${Status}\\n'` over every package: the
+    installed ones as ansible.builtin.package_facts (apt) lists them, {name: [{name, version, arch, source}]}, and the
+    names whose dpkg selection is 'hold'."""
+    packages, holds = {}, []
     for line in text.splitlines():
         fields = line.split("\t")
-        if len(fields) != 3:
+        if len(fields) != 4:
             continue
-        name, version, status = fields
+        name, version, arch, status = fields
         words = status.split()
         if len(words) != 3:
             continue
-        selection, _flag, state = words
-        installed = state in INSTALLED_STATES
-        # Multi-arch packages print once per architecture; an installed one wins over a removed one.
-        if name in found and found[name]["installed"] and not installed:
-            continue
-        found[name] = {"installed": installed, "version": version if installed else None,
-                       "hold": selection == "hold", "state": state}
-    for name in names:
-        if not is_pattern(name):
-            found.setdefault(name, {"installed": False, "version": None, "hold": False, "state": "not-installed"})
-    return found
+        if words[0] == "hold" and name not in holds:
+            holds.append(name)
+        if words[2] in INSTALLED_STATES:
+            packages.setdefault(name, []).append({"name": name, "version": version, "arch": arch, "source": "apt"})
+    return packages, sorted(holds)
 
 
-def is_pattern(name):
-    return any(char in name for char in "*?[")
-
-
-def parse_rpm_query(text, names):
-    """`rpm -qa --qf '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n' NAMES` (names or rpm's patterns); every
-    installed version of a package in `versions` (kernels are installed side by side), the newest rpm listed last in
-    `version`. rpm has no holds (dnf's versionlock is its own): hold is None."""
-    found = {}
+def parse_rpm_query(text):
+    """`rpm -qa --qf '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\t%{EPOCH}\\t%{ARCH}\\n'`: as
+    ansible.builtin.package_facts (rpm) lists them, {name: [{name, version, release, epoch, arch, source}]}; every
+    installed version (kernels are installed side by side)."""
+    packages = {}
     for line in text.splitlines():
         fields = line.split("\t")
-        if len(fields) != 2 or not fields[0]:
+        if len(fields) != 5 or not fields[0]:
             continue
-        epoch, _colon, rest = fields[1].partition(":")
-        entry = found.setdefault(fields[0], {"installed": True, "version": None, "versions": [], "hold": None,
-                                             "state": "installed"})
-        entry["versions"].append(rest if epoch == "0" else fields[1])
-        entry["version"] = entry["versions"][-1]
-    for name in names:
-        if not is_pattern(name):
-            found.setdefault(name, {"installed": False, "version": None, "versions": [], "hold": None,
-                                    "state": "not-installed"})
-    return found
+        name, version, release, epoch, arch = fields
+        packages.setdefault(name, []).append({
+            "name": name, "version": version, "release": release,
+            "epoch": int(epoch) if epoch.isdigit() else None, "arch": arch, "source": "rpm"})
+    return packages
 
 
 def parse_apt_policy(text, names):
     """`LC_ALL=C apt-cache policy NAMES`: per name the installed and the candidate version (None for '(none)') and
-    every version the package lists offer, in apt's order (newest first). A name apt does not know is absent from
+    every version a source offers, in apt's order (newest first). A name apt does not know is absent from
     its output and gets known: false."""
     result = {name: {"known": False, "installed": None, "candidate": None, "versions": []} for name in names}
-    current = None
+    current = pending = None
     in_table = False
     for line in text.splitlines():
         if line and not line[0].isspace() and line.endswith(":"):
             name = line[:-1]
             current = result.setdefault(name, {"known": False, "installed": None, "candidate": None, "versions": []})
             current["known"] = True
-            in_table = False
+            in_table, pending = False, None
             continue
         if current is None:
             continue
@@ -101,12 +87,13 @@ def parse_apt_policy(text, names):
             in_table = True
         elif in_table and stripped:
             # A version line ("*** 550.54.15-1 600" or "550.54.15-1 600") is indented less than its sources
-            # ("600 http://... Packages", "100 /var/lib/dpkg/status").
+            # ("600 http://... Packages"); a version whose only source is dpkg's status file (installed, no longer
+            # offered) is not on offer.
             words = stripped.split()
-            if words[0] == "***":
-                words = words[1:]
-            if len(line) - len(line.lstrip()) < 8 and words and words[0] not in current["versions"]:
-                current["versions"].append(words[0])
+            if len(line) - len(line.lstrip()) < 8:
+                pending = words[1] if words[0] == "***" and len(words) > 1 else words[0]
+            elif pending and words[-1] != "/var/lib/dpkg/status" and pending not in current["versions"]:
+                current["versions"].append(pending)
     return {name: result[name] for name in names}
 
 
@@ -152,7 +139,7 @@ def file_state(path, read=False):
             return state
         state["checksum"] = hashlib.sha1(data).hexdigest()
         if read:
-            state["content"] = data.decode("utf-8", "replace") if len(data) <= READ_LIMIT else None
+            state["content"] = base64.b64encode(data).decode("ascii") if len(data) <= READ_LIMIT else None
     return state
 
 

@@ -17,14 +17,12 @@ description:
   - A part that cannot be read (no dpkg, no apt, no systemd) is C(null), not a failure, so that a role falls back to
     its own tasks.
 options:
-  packages:
+  package_facts:
     description:
-      - Package names or patterns (C(linux-headers-*)) to look up in the package database (dpkg on Debian and
-        Ubuntu, rpm elsewhere). Every installed package a pattern matches is returned; a name that is not installed
-        is returned with C(installed=false).
-    type: list
-    elements: str
-    default: []
+      - Set C(ansible_facts.packages) as M(ansible.builtin.package_facts) does (dpkg on Debian and Ubuntu, rpm
+        elsewhere; every installed package with its version) and return the held packages in RV(holds).
+    type: bool
+    default: false
   candidates:
     description:
       - Package names to look up in apt's package lists (C(apt-cache policy)) for the installed and candidate version
@@ -40,7 +38,7 @@ options:
     default: []
   read:
     description:
-      - Paths whose state and content (text, up to 1 MiB) are returned.
+      - Paths whose state and content (base64, as M(ansible.builtin.slurp) returns it; up to 1 MiB) are returned.
     type: list
     elements: path
     default: []
@@ -66,11 +64,14 @@ options:
     default: {}
 extends_documentation_fragment:
   - accelops.gpu.attributes
+  - accelops.gpu.attributes.facts
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
+  facts:
+    support: full
   idempotent:
     support: full
 author:
@@ -80,7 +81,7 @@ author:
 EXAMPLES = r"""
 - name: Read the driver's state
   accelops.gpu.node_probe:
-    packages: [nvidia-driver-pinning-550, libnvidia-ml1]
+    package_facts: true
     candidates: [libnvidia-ml1]
     files: [/etc/modprobe.d/nvidia.conf]
     globs: [/boot/vmlinuz-*]
@@ -91,11 +92,23 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-packages:
-  description: Per package asked for, from the package database; C(null) when neither dpkg nor rpm is there.
+holds:
+  description: The packages whose dpkg selection is C(hold), sorted; C(null) without dpkg or when O(package_facts) is
+    false.
   returned: always
+  type: list
+  elements: str
+  sample: [libnvidia-ml1, nvidia-open]
+ansible_facts:
+  description: The facts set.
+  returned: when O(package_facts) is true and dpkg or rpm is there
   type: dict
-  sample: {"libnvidia-ml1": {"installed": true, "version": "550.54.15-1", "hold": true, "state": "installed"}}
+  contains:
+    packages:
+      description: As M(ansible.builtin.package_facts) sets it.
+      returned: when O(package_facts) is true and dpkg or rpm is there
+      type: dict
+      sample: {"libnvidia-ml1": [{"name": "libnvidia-ml1", "version": "550.54.15-1", "arch": "amd64", "source": "apt"}]}
 candidates:
   description: Per package asked for, from apt-cache policy; C(null) without apt.
   returned: always
@@ -103,7 +116,8 @@ candidates:
   sample: {"libnvidia-ml1": {"known": true, "installed": "550.54.15-1", "candidate": "550.54.15-1",
            "versions": ["550.54.15-1", "550.40.07-1"]}}
 files:
-  description: Per path in O(files) and O(read).
+  description: Per path in O(files) and O(read); C(content) (base64, as M(ansible.builtin.slurp) returns it) for
+    those in O(read).
   returned: always
   type: dict
   sample: {"/etc/modprobe.d/nvidia.conf": {"exists": true, "type": "file", "mode": "0644", "owner": "root",
@@ -143,16 +157,19 @@ def run(module, argv):
     return {"rc": rc, "stdout": out, "stderr": err, "cmd": argv}
 
 
-def packages(module, names):
-    if not names:
-        return {}
+def packages(module):
+    """ansible_facts.packages and the held packages, or (None, None) without dpkg and rpm."""
     if module.get_bin_path("dpkg-query"):
-        out = run(module, ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Status}\\n", "--", *names])
-        return _probe.parse_dpkg_query(out["stdout"], names)
+        out = run(module, ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Architecture}\\t${Status}\\n"])
+        if out["rc"] != 0:
+            module.fail_json(msg="dpkg-query failed: %s" % out["stderr"].strip(), rc=out["rc"])
+        return _probe.parse_dpkg_query(out["stdout"])
     if module.get_bin_path("rpm"):
-        out = run(module, ["rpm", "-qa", "--qf", "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n", *names])
-        return _probe.parse_rpm_query(out["stdout"], names)
-    return None
+        out = run(module, ["rpm", "-qa", "--qf", "%{NAME}\\t%{VERSION}\\t%{RELEASE}\\t%{EPOCH}\\t%{ARCH}\\n"])
+        if out["rc"] != 0:
+            module.fail_json(msg="rpm -qa failed: %s" % out["stderr"].strip(), rc=out["rc"])
+        return _probe.parse_rpm_query(out["stdout"]), None
+    return None, None
 
 
 def candidates(module, names):
@@ -191,7 +208,7 @@ def commands(module, wanted):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            packages=dict(type="list", elements="str", default=[]),
+            package_facts=dict(type="bool", default=False),
             candidates=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
             read=dict(type="list", elements="path", default=[]),
@@ -202,17 +219,18 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for key in ("packages", "candidates", "services"):
+    for key in ("candidates", "services"):
         bad = [name for name in params[key] if not name or name.startswith("-") or any(c.isspace() for c in name)]
         if bad:
             module.fail_json(msg="%s: names must be non-empty, without white space and not start with '-', got %s"
                              % (key, ", ".join(repr(name) for name in bad)))
     files = {path: _probe.file_state(path) for path in params["files"]}
     files.update({path: _probe.file_state(path, read=True) for path in params["read"]})
-    module.exit_json(changed=False, packages=packages(module, params["packages"]),
-                     candidates=candidates(module, params["candidates"]), files=files,
+    installed, holds = packages(module) if params["package_facts"] else (None, None)
+    facts = {"ansible_facts": {"packages": installed}} if installed is not None else {}
+    module.exit_json(changed=False, holds=holds, candidates=candidates(module, params["candidates"]), files=files,
                      globs=_probe.expand_globs(params["globs"]), services=services(module, params["services"]),
-                     commands=commands(module, params["commands"]))
+                     commands=commands(module, params["commands"]), **facts)
 
 
 if __name__ == "__main__":

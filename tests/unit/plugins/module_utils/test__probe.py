@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 
@@ -27,6 +28,14 @@ nvidia-driver-pinning-550:
   Version table:
      550-1 600
         600 http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+cuda-drivers-550:
+  Installed: 550.40.07-1
+  Candidate: 550.54.15-1
+  Version table:
+     550.54.15-1 600
+        600 http://127.0.0.1:18080/cuda/repos/debian12/x86_64  Packages
+ *** 550.40.07-1 100
+        100 /var/lib/dpkg/status
 python3:
   Installed: 3.11.2-1+b1
   Candidate: 3.11.2-1+b1
@@ -38,12 +47,16 @@ python3:
 
 
 def test_apt_policy():
-    found = _probe.parse_apt_policy(POLICY, ["libnvidia-ml1", "nvidia-driver-pinning-550", "python3", "nosuch"])
+    found = _probe.parse_apt_policy(POLICY, ["libnvidia-ml1", "nvidia-driver-pinning-550", "python3", "nosuch",
+                                             "cuda-drivers-550"])
     assert found["libnvidia-ml1"] == {"known": True, "installed": "550.54.15-1", "candidate": "550.54.15-1",
                                       "versions": ["590.48.01-1", "570.124.06-1", "550.54.15-1"]}
     assert found["nvidia-driver-pinning-550"] == {"known": True, "installed": None, "candidate": "550-1",
                                                   "versions": ["550-1"]}
     assert found["python3"]["versions"] == ["3.11.2-1+b1"]
+    # Installed, but no source offers it any more.
+    assert found["cuda-drivers-550"]["versions"] == ["550.54.15-1"]
+    assert found["cuda-drivers-550"]["installed"] == "550.40.07-1"
     # apt prints nothing for a name it does not know.
     assert found["nosuch"] == {"known": False, "installed": None, "candidate": None, "versions": []}
 
@@ -63,37 +76,39 @@ def test_apt_policy_without_candidate():
     ("hold ok not-installed", False, True),
 ])
 def test_dpkg_query(status, installed, hold):
-    found = _probe.parse_dpkg_query("libnvidia-ml1\t550.54.15-1\t%s\n" % status, ["libnvidia-ml1"])
-    assert found["libnvidia-ml1"]["installed"] is installed
-    assert found["libnvidia-ml1"]["hold"] is hold
-    assert found["libnvidia-ml1"]["version"] == ("550.54.15-1" if installed else None)
+    packages, holds = _probe.parse_dpkg_query("libnvidia-ml1\t550.54.15-1\tamd64\t%s\n" % status)
+    assert ("libnvidia-ml1" in packages) is installed
+    assert holds == (["libnvidia-ml1"] if hold else [])
+    if installed:
+        # The shape ansible.builtin.package_facts gives with apt.
+        assert packages["libnvidia-ml1"] == [{"name": "libnvidia-ml1", "version": "550.54.15-1", "arch": "amd64",
+                                              "source": "apt"}]
 
 
-def test_dpkg_query_unknown_and_multiarch():
-    text = ("libc6\t2.36-9\tinstall ok installed\n"
-            "libc6\t\tdeinstall ok config-files\n"
-            "garbage line\n")
-    found = _probe.parse_dpkg_query(text, ["libc6", "nosuch"])
-    assert found["libc6"] == {"installed": True, "version": "2.36-9", "hold": False, "state": "installed"}
-    assert found["nosuch"] == {"installed": False, "version": None, "hold": False, "state": "not-installed"}
+def test_dpkg_query_multiarch_and_garbage():
+    text = ("libc6\t2.36-9\tamd64\tinstall ok installed\n"
+            "libc6\t2.36-9\ti386\tinstall ok installed\n"
+            "libfoo\t\tamd64\tdeinstall ok config-files\n"
+            "garbage line\n"
+            "nvidia-open\t550.54.15-1\tamd64\thold ok installed\n")
+    packages, holds = _probe.parse_dpkg_query(text)
+    assert [entry["arch"] for entry in packages["libc6"]] == ["amd64", "i386"]
+    assert set(packages) == {"libc6", "nvidia-open"}
+    assert holds == ["nvidia-open"]
 
 
 def test_rpm_query():
-    text = ("nvidia-driver\t3:550.54.15-1.el9\nkmod-nvidia-open-dkms\t0:550.54.15-1.el9\n"
-            "kernel-devel\t0:5.14.0-362.el9\nkernel-devel\t0:5.14.0-427.el9\n")
-    found = _probe.parse_rpm_query(text, ["nvidia-driver", "kmod-nvidia-open-dkms", "foo", "kernel-devel*"])
-    assert found["nvidia-driver"]["version"] == "3:550.54.15-1.el9"
-    assert found["kmod-nvidia-open-dkms"]["version"] == "550.54.15-1.el9"
-    assert found["kernel-devel"]["versions"] == ["5.14.0-362.el9", "5.14.0-427.el9"]
-    assert found["foo"] == {"installed": False, "version": None, "versions": [], "hold": None, "state": "not-installed"}
-    assert "kernel-devel*" not in found
-
-
-def test_dpkg_query_patterns():
-    text = "linux-headers-6.1.0-18-amd64\t6.1.76-1\tinstall ok installed\n"
-    found = _probe.parse_dpkg_query(text, ["linux-headers-*", "dkms"])
-    assert set(found) == {"linux-headers-6.1.0-18-amd64", "dkms"}
-    assert found["dkms"]["installed"] is False
+    text = ("nvidia-driver\t550.54.15\t1.el9\t3\tx86_64\n"
+            "kernel-devel\t5.14.0\t362.el9\t(none)\tx86_64\n"
+            "kernel-devel\t5.14.0\t427.el9\t(none)\tx86_64\n"
+            "package foo is not installed\n")
+    packages = _probe.parse_rpm_query(text)
+    # The shape ansible.builtin.package_facts gives with rpm, which kernel_headers_missing reads.
+    assert packages["nvidia-driver"] == [{"name": "nvidia-driver", "version": "550.54.15", "release": "1.el9",
+                                          "epoch": 3, "arch": "x86_64", "source": "rpm"}]
+    assert [entry["release"] for entry in packages["kernel-devel"]] == ["362.el9", "427.el9"]
+    assert packages["kernel-devel"][0]["epoch"] is None
+    assert set(packages) == {"nvidia-driver", "kernel-devel"}
 
 
 def test_systemctl_show():
@@ -116,7 +131,7 @@ def test_file_state(tmp_path):
     assert state["exists"] is True and state["type"] == "file" and state["mode"] == "0640"
     # The checksum the copy and template modules compare.
     assert state["checksum"] == hashlib.sha1(path.read_bytes()).hexdigest()
-    assert state["content"] == path.read_text()
+    assert base64.b64decode(state["content"]) == path.read_bytes()
     assert "content" not in _probe.file_state(str(path))
     assert _probe.file_state(str(tmp_path / "link"))["target"] == str(path)
     assert _probe.file_state(str(tmp_path / "link"))["checksum"] is None

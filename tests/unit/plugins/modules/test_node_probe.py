@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import shutil
 
 import pytest
@@ -13,17 +14,18 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     conf = tmp_path / "nvidia.conf"
     conf.write_text("options nvidia NVreg_PreserveVideoMemoryAllocations=1\n")
     rc, result = module_result(node_probe, {
-        "packages": ["dpkg", "accelops-no-such-package"], "files": [str(tmp_path / "missing")], "read": [str(conf)],
+        "package_facts": True, "files": [str(tmp_path / "missing")], "read": [str(conf)],
         "globs": [str(tmp_path / "*.conf")],
         "commands": {"echo": ["echo", "one", "two"], "missing": ["accelops-no-such-command"], "fails": ["false"]}})
     assert rc == 0, result
     assert result["changed"] is False
     if shutil.which("dpkg-query"):
-        assert result["packages"]["dpkg"]["installed"] is True
-        assert result["packages"]["dpkg"]["version"]
-        assert result["packages"]["accelops-no-such-package"]["installed"] is False
+        # This machine's own package database, as package_facts would set it.
+        assert result["ansible_facts"]["packages"]["dpkg"][0]["version"]
+        assert "accelops-no-such-package" not in result["ansible_facts"]["packages"]
+        assert isinstance(result["holds"], list)
     assert result["files"][str(tmp_path / "missing")] == {"exists": False}
-    assert result["files"][str(conf)]["content"] == conf.read_text()
+    assert base64.b64decode(result["files"][str(conf)]["content"]) == conf.read_bytes()
     assert result["globs"] == {str(tmp_path / "*.conf"): [str(conf)]}
     assert result["commands"]["echo"]["stdout_lines"] == ["one two"]
     assert result["commands"]["echo"]["rc"] == 0
@@ -31,10 +33,12 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     assert result["commands"]["fails"]["rc"] == 1
     # Nothing asked for, nothing run.
     assert result["candidates"] == {} and result["services"] == {}
+    rc, result = module_result(node_probe, {})
+    assert rc == 0 and result["holds"] is None and "ansible_facts" not in result
 
 
 @pytest.mark.parametrize("args, field", [
-    ({"packages": ["--admindir=/tmp"]}, "packages"),
+    ({"candidates": ["--admindir=/tmp"]}, "candidates"),
     ({"candidates": ["two words"]}, "candidates"),
     ({"services": [""]}, "services"),
     ({"commands": {"empty": []}}, "commands.empty"),
