@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The newest_version and package_offers filters; each documented in its own <name>.yml."""
+"""The newest_version, package_offers and apt_outdated filters; each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
@@ -58,6 +58,24 @@ def package_offers(lines, regex):
     return found
 
 
+def apt_outdated(names, candidates):
+    """The names (in the order given) that apt would install or move: not installed, not at apt's candidate, without
+    a candidate, or not in ``candidates`` (accelops.gpu.node_probe's answer) at all. None when ``candidates`` is None
+    (no apt on the node): every name."""
+    wanted = _strings(names, "apt_outdated", "the input")
+    if candidates is None:
+        return wanted
+    if not isinstance(candidates, dict):
+        raise AnsibleFilterError("apt_outdated: candidates must be the candidates of accelops.gpu.node_probe, got %s"
+                                 % type(candidates).__name__)
+    outdated = []
+    for name in wanted:
+        entry = candidates.get(name)
+        if not isinstance(entry, dict) or not entry.get("candidate") or entry.get("installed") != entry["candidate"]:
+            outdated.append(name)
+    return outdated
+
+
 class FilterModule:
     def filters(self):
-        return {"newest_version": newest_version, "package_offers": package_offers}
+        return {"newest_version": newest_version, "package_offers": package_offers, "apt_outdated": apt_outdated}

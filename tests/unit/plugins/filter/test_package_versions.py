@@ -1,4 +1,5 @@
-"""newest_version and package_offers: what the cuda_toolkit role picks from what a repository offers."""
+"""newest_version and package_offers: what the cuda_toolkit role picks from what a repository offers;
+apt_outdated: what nvidia_driver leaves to apt on a converged node."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accelops.gpu.plugins.filter.package_versions import (
     FilterModule,
+    apt_outdated,
     newest_version,
     package_offers,
 )
@@ -65,4 +67,33 @@ def test_bad_input_is_a_filter_error(call, message):
 
 
 def test_registered():
-    assert set(FilterModule().filters()) == {"newest_version", "package_offers"}
+    assert set(FilterModule().filters()) == {"newest_version", "package_offers", "apt_outdated"}
+
+
+CANDIDATES = {
+    "nvidia-open": {"known": True, "installed": "550.54.15-1", "candidate": "550.54.15-1", "versions": []},
+    "libnvidia-ml1": {"known": True, "installed": "550.54.15-1", "candidate": "550.127.08-1", "versions": []},
+    "nvidia-driver-pinning-550": {"known": True, "installed": None, "candidate": "550-1", "versions": []},
+    "nvidia-fabricmanager-550": {"known": True, "installed": None, "candidate": None, "versions": []},
+    "gone": {"known": False, "installed": None, "candidate": None, "versions": []},
+}
+
+
+@pytest.mark.parametrize("names, outdated", [
+    (["nvidia-open"], []),
+    # Moved by apt (a newer release in the branch), installed fresh, without a candidate, unknown, not read at all.
+    (["nvidia-open", "libnvidia-ml1"], ["libnvidia-ml1"]),
+    (["nvidia-driver-pinning-550", "nvidia-open"], ["nvidia-driver-pinning-550"]),
+    (["nvidia-fabricmanager-550", "gone", "not-asked"], ["nvidia-fabricmanager-550", "gone", "not-asked"]),
+    ([], []),
+])
+def test_apt_outdated(names, outdated):
+    assert apt_outdated(names, CANDIDATES) == outdated
+
+
+def test_apt_outdated_without_apt_and_bad_input():
+    assert apt_outdated(["nvidia-open"], None) == ["nvidia-open"]
+    with pytest.raises(AnsibleFilterError, match="apt_outdated: candidates"):
+        apt_outdated(["nvidia-open"], ["nvidia-open"])
+    with pytest.raises(AnsibleFilterError, match="apt_outdated: the input"):
+        apt_outdated("nvidia-open", CANDIDATES)
