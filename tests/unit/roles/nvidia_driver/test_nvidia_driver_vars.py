@@ -230,14 +230,14 @@ KERNELS_FACT = preflight_task("nvidia_driver", "Note the kernels that need the d
 
 
 def boot(*names, modules=None):
-    """find's answer: the /boot images, and modules.order of every kernel with modules (each image's by default)."""
+    """node_probe's globs, flattened: the /boot images, and modules.order of every kernel with modules (each image's
+    by default)."""
     kernels = modules if modules is not None else [name[len("vmlinuz-"):] for name in names]
-    return {"files": [{"path": "/boot/%s" % name} for name in names]
-            + [{"path": "/lib/modules/%s/modules.order" % kernel} for kernel in kernels]}
+    return ["/boot/%s" % name for name in names] + ["/lib/modules/%s/modules.order" % kernel for kernel in kernels]
 
 
 def kernels_case(in_container, files, running="6.1.0-28-amd64", modules=None):
-    variables = {"__nvidia_driver_in_container": in_container, "__nvidia_driver_boot": boot(*files, modules=modules),
+    variables = {"__nvidia_driver_in_container": in_container, "__nvidia_driver_boot_paths": boot(*files, modules=modules),
                  "ansible_facts": {"kernel": running}}
     return KERNEL_BATCH.add([], variables,
                             [("kernels", KERNELS_FACT["ansible.builtin.set_fact"]["__nvidia_driver_kernels"])])
