@@ -131,14 +131,19 @@ def file_state(path, read=False):
     if state["type"] == "link":
         state["target"] = os.readlink(path)
     if state["type"] == "file":
+        digest, kept = hashlib.sha1(), []
         try:
             with open(path, "rb") as handle:
-                data = handle.read()
+                for chunk in iter(lambda: handle.read(65536), b""):
+                    digest.update(chunk)
+                    if read and sum(map(len, kept)) <= READ_LIMIT:
+                        kept.append(chunk)
         except OSError as error:
             state["error"] = str(error)
             return state
-        state["checksum"] = hashlib.sha1(data).hexdigest()
+        state["checksum"] = digest.hexdigest()
         if read:
+            data = b"".join(kept)
             state["content"] = base64.b64encode(data).decode("ascii") if len(data) <= READ_LIMIT else None
     return state
 

@@ -32,15 +32,17 @@ options:
     default: []
   files:
     description:
-      - Paths whose state is returned (existence, type, mode, owner, group, size, SHA-1 of a regular file).
+      - Absolute paths whose state is returned (existence, type, mode, owner, group, size, SHA-1 of a regular file),
+        each under the path exactly as given (no C(~) or variable expansion).
     type: list
-    elements: path
+    elements: str
     default: []
   read:
     description:
-      - Paths whose state and content (base64, as M(ansible.builtin.slurp) returns it; up to 1 MiB) are returned.
+      - Absolute paths whose state and content (base64, as M(ansible.builtin.slurp) returns it; up to 1 MiB) are
+        returned, each under the path exactly as given.
     type: list
-    elements: path
+    elements: str
     default: []
   globs:
     description:
@@ -50,18 +52,20 @@ options:
     default: []
   services:
     description:
-      - systemd units whose load, active and unit file states are returned (one C(systemctl show)). C(null) on a
-        node not booted with systemd.
+      - systemd units (names, not patterns) whose load, active and unit file states are returned (one
+        C(systemctl show)). C(null) on a node not booted with systemd.
     type: list
     elements: str
     default: []
   commands:
     description:
-      - Read-only commands to run, by a name of the caller's choice; each an argument list run without a shell,
-        with C(LC_ALL=C). Their C(rc), C(stdout), C(stderr) and C(stdout_lines) are returned under that name, as
-        M(ansible.builtin.command) registers them. A command that is not found gets rc 127.
-    type: dict
-    default: {}
+      - Read-only commands to run, from a fixed set (C(apt_policy) is C(apt-cache policy), C(dkms_status) is
+        C(dkms status)), with C(LC_ALL=C). Their C(rc), C(stdout), C(stderr) and C(stdout_lines) are returned under
+        that name, as M(ansible.builtin.command) registers them. A command that is not installed gets rc 127.
+    type: list
+    elements: str
+    choices: [apt_policy, dkms_status]
+    default: []
 extends_documentation_fragment:
   - accelops.gpu.attributes
   - accelops.gpu.attributes.facts
@@ -86,8 +90,7 @@ EXAMPLES = r"""
     files: [/etc/modprobe.d/nvidia.conf]
     globs: [/boot/vmlinuz-*]
     services: [nvidia-persistenced.service]
-    commands:
-      dkms: [dkms, status]
+    commands: [dkms_status]
   register: __driver_state
 """
 
@@ -137,7 +140,7 @@ commands:
   description: Per name in O(commands), C(rc), C(stdout), C(stderr), C(stdout_lines) and C(cmd).
   returned: always
   type: dict
-  sample: {"dkms": {"rc": 0, "stdout": "nvidia/550.54.15, 6.1.0-18-amd64, x86_64: installed", "stderr": "",
+  sample: {"dkms_status": {"rc": 0, "stdout": "nvidia/550.54.15, 6.1.0-18-amd64, x86_64: installed", "stderr": "",
            "stdout_lines": ["nvidia/550.54.15, 6.1.0-18-amd64, x86_64: installed"], "cmd": ["dkms", "status"]}}
 """
 
@@ -148,18 +151,23 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.accelops.gpu.plugins.module_utils import _probe
 
 ENVIRON = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
+# The only commands the module runs for O(commands): each only reads.
+COMMANDS = {"apt_policy": ["apt-cache", "policy"], "dkms_status": ["dkms", "status"]}
 
 
 def run(module, argv):
-    if not module.get_bin_path(argv[0]) and not os.path.isabs(argv[0]):
+    """argv with its program found as get_bin_path finds it (the sbin directories too); rc 127 when it is not."""
+    program = module.get_bin_path(argv[0])
+    if not program:
         return {"rc": 127, "stdout": "", "stderr": "%s: command not found" % argv[0], "cmd": argv}
-    rc, out, err = module.run_command(argv, environ_update=ENVIRON)
+    rc, out, err = module.run_command([program, *argv[1:]], environ_update=ENVIRON)
     return {"rc": rc, "stdout": out, "stderr": err, "cmd": argv}
 
 
 def packages(module):
-    """ansible_facts.packages and the held packages, or (None, None) without dpkg and rpm."""
-    if module.get_bin_path("dpkg-query"):
+    """ansible_facts.packages and the held packages, or (None, None) without dpkg and rpm. dpkg where apt is the
+    package manager (or rpm is absent), else rpm: a RHEL node may carry dpkg from EPEL."""
+    if module.get_bin_path("dpkg-query") and (module.get_bin_path("apt-get") or not module.get_bin_path("rpm")):
         out = run(module, ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Architecture}\\t${Status}\\n"])
         if out["rc"] != 0:
             module.fail_json(msg="dpkg-query failed: %s" % out["stderr"].strip(), rc=out["rc"])
@@ -196,10 +204,8 @@ def services(module, names):
 
 def commands(module, wanted):
     result = {}
-    for name, argv in wanted.items():
-        if not isinstance(argv, list) or not argv or not all(isinstance(arg, (str, int)) for arg in argv):
-            module.fail_json(msg="commands.%s must be a non-empty list of arguments, got %r" % (name, argv))
-        out = run(module, [str(arg) for arg in argv])
+    for name in wanted:
+        out = run(module, COMMANDS[name])
         out["stdout_lines"] = out["stdout"].splitlines()
         result[name] = out
     return result
@@ -210,20 +216,25 @@ def main():
         argument_spec=dict(
             package_facts=dict(type="bool", default=False),
             candidates=dict(type="list", elements="str", default=[]),
-            files=dict(type="list", elements="path", default=[]),
-            read=dict(type="list", elements="path", default=[]),
+            files=dict(type="list", elements="str", default=[]),
+            read=dict(type="list", elements="str", default=[]),
             globs=dict(type="list", elements="str", default=[]),
             services=dict(type="list", elements="str", default=[]),
-            commands=dict(type="dict", default={}),
+            commands=dict(type="list", elements="str", choices=sorted(COMMANDS), default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
     for key in ("candidates", "services"):
-        bad = [name for name in params[key] if not name or name.startswith("-") or any(c.isspace() for c in name)]
+        bad = [name for name in params[key] if not name or name.startswith("-")
+               or any(c.isspace() or c in "*?[" for c in name)]
         if bad:
-            module.fail_json(msg="%s: names must be non-empty, without white space and not start with '-', got %s"
-                             % (key, ", ".join(repr(name) for name in bad)))
+            module.fail_json(msg="%s: names must be non-empty, without white space or *?[ and not start with '-', "
+                             "got %s" % (key, ", ".join(repr(name) for name in bad)))
+    for key in ("files", "read"):
+        bad = [path for path in params[key] if not path.startswith("/") or "\0" in path]
+        if bad:
+            module.fail_json(msg="%s: paths must be absolute, got %s" % (key, ", ".join(repr(path) for path in bad)))
     files = {path: _probe.file_state(path) for path in params["files"]}
     files.update({path: _probe.file_state(path, read=True) for path in params["read"]})
     installed, holds = packages(module) if params["package_facts"] else (None, None)

@@ -15,8 +15,7 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     conf.write_text("options nvidia NVreg_PreserveVideoMemoryAllocations=1\n")
     rc, result = module_result(node_probe, {
         "package_facts": True, "files": [str(tmp_path / "missing")], "read": [str(conf)],
-        "globs": [str(tmp_path / "*.conf")],
-        "commands": {"echo": ["echo", "one", "two"], "missing": ["accelops-no-such-command"], "fails": ["false"]}})
+        "globs": [str(tmp_path / "*.conf")], "commands": ["apt_policy", "dkms_status"]})
     assert rc == 0, result
     assert result["changed"] is False
     if shutil.which("dpkg-query"):
@@ -27,10 +26,10 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     assert result["files"][str(tmp_path / "missing")] == {"exists": False}
     assert base64.b64decode(result["files"][str(conf)]["content"]) == conf.read_bytes()
     assert result["globs"] == {str(tmp_path / "*.conf"): [str(conf)]}
-    assert result["commands"]["echo"]["stdout_lines"] == ["one two"]
-    assert result["commands"]["echo"]["rc"] == 0
-    assert result["commands"]["missing"]["rc"] == 127
-    assert result["commands"]["fails"]["rc"] == 1
+    for name, program in (("apt_policy", "apt-cache"), ("dkms_status", "dkms")):
+        # A program that is not installed answers as a shell would: rc 127, not a failed probe.
+        assert result["commands"][name]["rc"] == (127 if not shutil.which(program) else result["commands"][name]["rc"])
+        assert result["commands"][name]["stdout_lines"] == result["commands"][name]["stdout"].splitlines()
     # Nothing asked for, nothing run.
     assert result["candidates"] == {} and result["services"] == {}
     rc, result = module_result(node_probe, {})
@@ -41,10 +40,24 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     ({"candidates": ["--admindir=/tmp"]}, "candidates"),
     ({"candidates": ["two words"]}, "candidates"),
     ({"services": [""]}, "services"),
-    ({"commands": {"empty": []}}, "commands.empty"),
-    ({"commands": {"shell": "dkms status"}}, "commands.shell"),
+    ({"services": ["nvidia-*.service"]}, "services"),
+    ({"files": ["relative/path"]}, "files"),
+    ({"read": ["~/.ssh/id_rsa"]}, "read"),
+    # Only the fixed read-only commands run: nothing else can be slipped in.
+    ({"commands": ["rm -rf /"]}, "value of commands must be one or more of"),
+    ({"commands": {"x": ["/usr/bin/rm", "-rf", "/tmp/x"]}}, "argument 'commands' is of type dict"),
 ])
 def test_bad_input_names_the_field(module_result, args, field):
     rc, result = module_result(node_probe, args)
     assert rc == 1
-    assert result["msg"].startswith(field), result["msg"]
+    assert result["msg"].startswith(field) or field in result["msg"], result["msg"]
+
+
+def test_paths_are_keyed_as_given(module_result, tmp_path, monkeypatch):
+    """A path is neither expanded nor normalised: the caller finds its answer under the string it asked with."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "efivar").write_bytes(b"\x06\x00\x00\x00\x01")
+    asked = str(tmp_path) + "//efivar"
+    rc, result = module_result(node_probe, {"read": [asked]})
+    assert rc == 0, result
+    assert base64.b64decode(result["files"][asked]["content"])[-1:] == b"\x01"
