@@ -30,7 +30,7 @@ def vars_file(facts):
     raise AssertionError("no vars file for %s" % facts)
 
 
-def render(facts, modules="open", **overrides):
+def render(facts, modules="open", names=NAMES, **overrides):
     loader = DataLoader()
     variables = {}
     for path in (ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml", vars_file(facts)):
@@ -38,7 +38,7 @@ def render(facts, modules="open", **overrides):
     variables.update(overrides)
     variables.update(ansible_facts=facts, __nvidia_driver_modules=modules)
     templar = Templar(loader=loader, variables=variables)
-    result = {name[len("__nvidia_driver_"):]: templar.template(trust_as_template("{{ %s }}" % name)) for name in NAMES}
+    result = {name[len("__nvidia_driver_"):]: templar.template(trust_as_template("{{ %s }}" % name)) for name in names}
     if "__nvidia_driver_module_stream" in variables:
         result["module_stream"] = templar.template(trust_as_template("{{ __nvidia_driver_module_stream }}")).strip()
     return result
@@ -151,6 +151,22 @@ def test_ubuntu_signed_modules_under_secure_boot(modules, kernel, packages):
     assert set(packages) <= {str(name) for name in result["hold_packages"]}
 
 
+@pytest.mark.parametrize("host, secure_boot", [(DEBIAN12, "mok"), (UBUNTU24, "signed"), (UBUNTU22, "mok")])
+@pytest.mark.parametrize("modules", ["open", "proprietary"])
+def test_the_probe_asks_apt_for_every_package_the_role_may_want(host, secure_boot, modules):
+    """The preflight's node_probe reads apt's candidates before Secure Boot is known: whatever it turns out to be,
+    every package the role then wants is among them, so a converged node reads as converged."""
+    host = dict(host, kernel="6.8.0-45-generic")
+    asked = render(host, modules=modules, names=("__nvidia_driver_probe_candidates",), nvidia_driver_branch="570",
+                   nvidia_driver_secure_boot=secure_boot)["probe_candidates"]
+    for secure_boot_on in (False, True):
+        wanted = render(host, modules=modules, nvidia_driver_branch="570", nvidia_driver_secure_boot=secure_boot,
+                        __nvidia_driver_secure_boot_on=secure_boot_on)
+        needed = [*wanted["packages"][modules], wanted["library_package"], wanted["persistenced_package"],
+                  wanted["fabricmanager_package"]]
+        assert {str(name).strip() for name in needed} <= {str(name).strip() for name in asked}
+
+
 @pytest.mark.parametrize("host", [DEBIAN12, RHEL9])
 def test_signed_modules_are_offered_on_ubuntu_only(host):
     variables = DataLoader().load_from_file(str(vars_file(host)), trusted_as_template=True)
@@ -237,8 +253,8 @@ def boot(*names, modules=None):
 
 
 def kernels_case(in_container, files, running="6.1.0-28-amd64", modules=None):
-    variables = {"__nvidia_driver_in_container": in_container, "__nvidia_driver_boot_paths": boot(*files, modules=modules),
-                 "ansible_facts": {"kernel": running}}
+    variables = {"__nvidia_driver_in_container": in_container,
+                 "__nvidia_driver_boot_paths": boot(*files, modules=modules), "ansible_facts": {"kernel": running}}
     return KERNEL_BATCH.add([], variables,
                             [("kernels", KERNELS_FACT["ansible.builtin.set_fact"]["__nvidia_driver_kernels"])])
 
