@@ -9,3 +9,4 @@ python "$root/tests/bench/gpu_facts.py" "$@"
 python "$root/tests/bench/report.py"
 python "$root/tests/bench/role_rerun.py" driver
 python "$root/tests/bench/role_rerun.py" stack
+python "$root/tests/bench/site_rerun.py"
