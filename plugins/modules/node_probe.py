@@ -164,19 +164,23 @@ def run(module, argv):
     return {"rc": rc, "stdout": out, "stderr": err, "cmd": argv}
 
 
+def read(module, argv, what):
+    """The standard output of a command the probe cannot do without; its failure fails the probe, named as what."""
+    out = run(module, argv)
+    if out["rc"] != 0:
+        module.fail_json(msg="%s failed: %s" % (what, out["stderr"].strip()), rc=out["rc"])
+    return out["stdout"]
+
+
 def packages(module):
     """ansible_facts.packages and the held packages, or (None, None) without dpkg and rpm. dpkg where apt is the
     package manager (or rpm is absent), else rpm: a RHEL node may carry dpkg from EPEL."""
     if module.get_bin_path("dpkg-query") and (module.get_bin_path("apt-get") or not module.get_bin_path("rpm")):
-        out = run(module, ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Architecture}\\t${Status}\\n"])
-        if out["rc"] != 0:
-            module.fail_json(msg="dpkg-query failed: %s" % out["stderr"].strip(), rc=out["rc"])
-        return _probe.parse_dpkg_query(out["stdout"])
+        listing = ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${Architecture}\\t${Status}\\n"]
+        return _probe.parse_dpkg_query(read(module, listing, "dpkg-query"))
     if module.get_bin_path("rpm"):
-        out = run(module, ["rpm", "-qa", "--qf", "%{NAME}\\t%{VERSION}\\t%{RELEASE}\\t%{EPOCH}\\t%{ARCH}\\n"])
-        if out["rc"] != 0:
-            module.fail_json(msg="rpm -qa failed: %s" % out["stderr"].strip(), rc=out["rc"])
-        return _probe.parse_rpm_query(out["stdout"]), None
+        listing = ["rpm", "-qa", "--qf", "%{NAME}\\t%{VERSION}\\t%{RELEASE}\\t%{EPOCH}\\t%{ARCH}\\n"]
+        return _probe.parse_rpm_query(read(module, listing, "rpm -qa")), None
     return None, None
 
 
@@ -185,10 +189,7 @@ def candidates(module, names):
         return {}
     if not module.get_bin_path("apt-cache"):
         return None
-    out = run(module, ["apt-cache", "policy", "--", *names])
-    if out["rc"] != 0:
-        module.fail_json(msg="apt-cache policy failed: %s" % out["stderr"].strip(), rc=out["rc"])
-    return _probe.parse_apt_policy(out["stdout"], names)
+    return _probe.parse_apt_policy(read(module, ["apt-cache", "policy", "--", *names], "apt-cache policy"), names)
 
 
 def services(module, names):
@@ -196,10 +197,8 @@ def services(module, names):
         return {}
     if not (os.path.isdir("/run/systemd/system") and module.get_bin_path("systemctl")):
         return None
-    out = run(module, ["systemctl", "show", "--property=" + ",".join(_probe.SERVICE_PROPERTIES), "--", *names])
-    if out["rc"] != 0:
-        module.fail_json(msg="systemctl show failed: %s" % out["stderr"].strip(), rc=out["rc"])
-    return _probe.parse_systemctl_show(out["stdout"], names)
+    argv = ["systemctl", "show", "--property=" + ",".join(_probe.SERVICE_PROPERTIES), "--", *names]
+    return _probe.parse_systemctl_show(read(module, argv, "systemctl show"), names)
 
 
 def commands(module, wanted):
