@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The gpu_summary and topology_table filters; each documented in its own <name>.yml."""
+"""The gpu_summary, topology_table and gpu_processes filters; each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
@@ -65,6 +65,29 @@ def topology_table(facts):
     return [line.rstrip() for line in lines]
 
 
+_PROCESS_READERS = ("nvmlDeviceGetComputeRunningProcesses", "nvmlSystemGetProcessName")
+
+
+def gpu_processes(facts, unreadable=False):
+    """The compute processes on the GPUs, one line each ("GPU 3 pid 4242 (train.py)"); with unreadable, also one line
+    for each GPU whose processes could not be read (lost, or an NVML error)."""
+    if not isinstance(facts, dict) or not isinstance(facts.get("gpus", []), list):
+        raise AnsibleFilterError("gpu_processes expects ansible_facts.nvidia (a dict with gpus), got %s"
+                                 % type(facts).__name__)
+    lines = []
+    for gpu in facts.get("gpus") or []:
+        for proc in gpu.get("processes") or []:
+            lines.append("GPU %s pid %s (%s)" % (gpu.get("index"), proc.get("pid"), proc.get("name") or "unknown"))
+        if unreadable and gpu.get("processes") is None:
+            errors = [e for e in gpu.get("errors") or [] if str(e).startswith(_PROCESS_READERS)]
+            if gpu.get("lost") or gpu.get("error") or errors:
+                why = "lost" if gpu.get("lost") else (gpu.get("error") or errors[0])
+                lines.append("GPU %s: its processes cannot be read (%s)" % (gpu.get("index"), why))
+    if unreadable and not facts.get("driver_loaded", True):
+        lines.append("no GPU can be read: %s" % (facts.get("reason") or "the driver is not loaded"))
+    return lines
+
+
 class FilterModule:
     def filters(self):
-        return {"gpu_summary": gpu_summary, "topology_table": topology_table}
+        return {"gpu_summary": gpu_summary, "topology_table": topology_table, "gpu_processes": gpu_processes}

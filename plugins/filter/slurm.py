@@ -100,6 +100,14 @@ def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-
     return _slurm.health_actions(lines, verdicts, drain_on, prefix)
 
 
+@_filter("slurm_maintenance")
+def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm"):
+    """How to drain one node for maintenance or resume it afterwards, from scontrol show node --oneliner."""
+    if isinstance(lines, dict):
+        lines = _text(lines, "scontrol show node --oneliner")
+    return _slurm.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -111,4 +119,5 @@ class FilterModule:
             "slurm_gres_mismatch": slurm_gres_mismatch,
             "slurm_node_problems": slurm_node_problems,
             "slurm_health_actions": slurm_health_actions,
+            "slurm_maintenance": slurm_maintenance,
         }

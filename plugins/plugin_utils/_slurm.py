@@ -562,6 +562,8 @@ def node_problems(lines, nodes, slurm_user="slurm"):
 
 HEALTH_SEVERITIES = ("ok", "warning", "critical")
 HEALTH_REASON_MAX = 200
+# After the prefix, the mark of a node taken out of service for maintenance (a driver upgrade) by this collection.
+MAINTENANCE_TAG = "maintenance:"
 _UNPRINTABLE = re.compile(r"[^ -~]+")
 
 
@@ -576,14 +578,31 @@ def _health_reason(prefix, findings, drain_on):
     return reason if len(reason) <= HEALTH_REASON_MAX else reason[:HEALTH_REASON_MAX - 3] + "..."
 
 
+def _check_prefix(prefix):
+    if not isinstance(prefix, str) or not re.match(r"\A[A-Za-z0-9_.:-]{1,32}\Z", prefix):
+        raise SlurmError("prefix must be 1 to 32 letters, digits or _ . : -, got %r" % (prefix,))
+
+
+def _drained(node):
+    return any(state in node["states"] for state in ("DRAIN", "DRAINED", "DRAINING"))
+
+
+def _for_maintenance(node, prefix):
+    return (node["reason"] or "").startswith("%s %s" % (prefix, MAINTENANCE_TAG))
+
+
+def _one_line(text, limit=HEALTH_REASON_MAX):
+    text = " ".join(_UNPRINTABLE.sub(" ", text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
     """What to tell Slurm after a health check: drain each node whose verdict reaches drain_on (unless a person
     drained it already), resume each node that this collection drained and that is healthy again. Each action is
     {node, action: drain|resume, reason}; a node without a verdict, or with `unknown`, is left as it is."""
     if drain_on not in HEALTH_SEVERITIES[1:]:
         raise SlurmError("drain_on must be warning or critical, got %r" % (drain_on,))
-    if not isinstance(prefix, str) or not re.match(r"\A[A-Za-z0-9_.:-]{1,32}\Z", prefix):
-        raise SlurmError("prefix must be 1 to 32 letters, digits or _ . : -, got %r" % (prefix,))
+    _check_prefix(prefix)
     if isinstance(lines, str):
         lines = lines.splitlines()
     if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
@@ -605,8 +624,11 @@ def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:")
         node = nodes.get(entry["name"])
         if node is None or entry["verdict"] not in HEALTH_SEVERITIES:
             continue
-        drained = "DRAIN" in node["states"] or "DRAINED" in node["states"] or "DRAINING" in node["states"]
+        drained = _drained(node)
         ours = (node["reason"] or "").startswith(prefix + " ")
+        if ours and _for_maintenance(node, prefix):
+            # Taken out for maintenance (a driver upgrade): the maintenance gives it back, not the health check.
+            continue
         sick = HEALTH_SEVERITIES.index(entry["verdict"]) >= HEALTH_SEVERITIES.index(drain_on)
         if sick:
             reason = _health_reason(prefix, entry.get("findings") or [], drain_on)
@@ -618,3 +640,43 @@ def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:")
             # Slurm keeps the last reason after a resume: only a drained node is resumed.
             actions.append({"node": entry["name"], "action": "resume", "reason": None})
     return actions
+
+
+def maintenance_action(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm"):
+    """What to tell Slurm to take one node out of service for maintenance (action drain) or to give it back (resume).
+
+    drain: the node is drained with "<prefix> maintenance: <reason>" (one printable line of at most 200 characters);
+    a drain this collection set (a health finding, an earlier maintenance) or Slurm itself set (its reason signed by
+    slurm_user, such as a GPU count that fell after a reboot) takes the new reason; a drain that anyone else set stays
+    as it is, and the node stays theirs. resume: the node is resumed only when it is drained for maintenance by this
+    collection. Returns {node, argv (scontrol's arguments; empty when nothing is to be done), holder (none,
+    maintenance, health, slurm or other: who drained the node before), states, reason}."""
+    if action not in ("drain", "resume"):
+        raise SlurmError("action must be drain or resume, got %r" % (action,))
+    _check_prefix(prefix)
+    if not isinstance(node, str) or not NODE_NAME.match(node):
+        raise SlurmError("node must be a node name, got %r" % (node,))
+    if action == "drain" and not (isinstance(reason, str) and reason.strip()):
+        raise SlurmError("reason: a drain for maintenance needs a reason, got %r" % (reason,))
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        raise SlurmError("lines must be what scontrol show node --oneliner printed, got %r" % (lines,))
+    found = parse_scontrol_nodes(lines).get(node)
+    if found is None:
+        raise SlurmError("the controller does not know the node %s" % node)
+    current = re.sub(r"\s*\[[^\]]*\]\s*\Z", "", found["reason"] or "")
+    if not _drained(found):
+        holder = "none"
+    elif not current.startswith(prefix + " "):
+        holder = "slurm" if found["reason_user"] == slurm_user else "other"
+    else:
+        holder = "maintenance" if _for_maintenance(found, prefix) else "health"
+    argv = []
+    if action == "drain" and holder != "other":
+        wanted = _one_line("%s %s %s" % (prefix, MAINTENANCE_TAG, reason.strip()))
+        if holder == "none" or current != wanted:
+            argv = ["scontrol", "update", "nodename=" + node, "state=drain", "reason=" + wanted]
+    elif action == "resume" and holder == "maintenance":
+        argv = ["scontrol", "update", "nodename=" + node, "state=resume"]
+    return {"node": node, "argv": argv, "holder": holder, "states": found["states"], "reason": found["reason"]}

@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.gpu_summary import FilterModule, gpu_summary, topology_table
+from ansible_collections.accelops.gpu.plugins.filter.gpu_summary import (
+    FilterModule,
+    gpu_processes,
+    gpu_summary,
+    topology_table,
+)
 
 FACTS = {
     "driver_loaded": True, "driver_version": "550.54.15", "cuda_driver_version": "12.4", "gpu_count": 2,
@@ -53,4 +60,48 @@ def test_wrong_input_names_what_is_expected(function):
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"gpu_summary", "topology_table"}
+    assert set(FilterModule().filters()) == {"gpu_summary", "topology_table", "gpu_processes"}
+
+
+# --------------------------------------------------------------------------- gpu_processes, on the real facts
+
+
+def _facts(nvml_fixture, name, extra=""):
+    from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+    from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+
+    path = nvml_fixture(name)
+    if extra:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(extra)
+    with NvmlSession() as session:
+        return GpuFactsCollector(session, resolve_subsets(["basic", "processes"])).collect()
+
+
+def test_processes_are_listed_per_gpu(nvml_fixture):
+    facts = _facts(nvml_fixture, "dgx-h100", "gpu.3.process.count=1\ngpu.3.process.0.pid=4242\n"
+                                             "gpu.3.process.0.name=train.py\n")
+    assert gpu_processes(facts) == ["GPU 3 pid 4242 (train.py)"]
+    assert gpu_processes(facts, unreadable=True) == ["GPU 3 pid 4242 (train.py)"]
+    assert gpu_processes(_facts(nvml_fixture, "dgx-h100"), unreadable=True) == []
+
+
+@pytest.mark.parametrize("name, extra, expected", [
+    ("gpu-lost", "", r"^GPU \d+: its processes cannot be read \(lost\)$"),
+    ("dgx-h100", "fail.nvmlDeviceGetComputeRunningProcesses_v3=1+:UNKNOWN\n"
+                 "fail.nvmlDeviceGetComputeRunningProcesses_v2=1+:UNKNOWN\n",
+     r"^GPU 0: its processes cannot be read \(nvmlDeviceGetComputeRunningProcesses_v3: "),
+    ("driver-not-loaded", "", r"^no GPU can be read: "),
+    ("driver-mismatch", "", r"^no GPU can be read: "),
+])
+def test_what_cannot_be_read_is_no_idle_gpu(nvml_fixture, name, extra, expected):
+    facts = _facts(nvml_fixture, name, extra)
+    assert gpu_processes(facts) == []
+    assert any(re.match(expected, line) for line in gpu_processes(facts, unreadable=True)), \
+        gpu_processes(facts, unreadable=True)
+
+
+def test_processes_of_something_else_are_refused():
+    with pytest.raises(AnsibleFilterError, match=r"gpu_processes expects ansible_facts\.nvidia"):
+        gpu_processes(["GPU 0"])
+    assert FilterModule().filters()["gpu_processes"] is gpu_processes

@@ -14,6 +14,7 @@ from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     slurm_gres_summary,
     slurm_hardware,
     slurm_health_actions,
+    slurm_maintenance,
     slurm_node_gres,
     slurm_node_line,
     slurm_node_problems,
@@ -23,7 +24,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSess
 
 NAMES = {"slurm_node_gres", "slurm_gres_summary", "slurm_hardware", "slurm_node_line", "slurm_gres_conf",
          "slurm_gres_mismatch", "slurm_node_problems",
-         "slurm_health_actions"}
+         "slurm_health_actions", "slurm_maintenance"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
 MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
@@ -147,6 +148,15 @@ def test_slurm_health_actions_reads_a_registered_result_and_names_the_filter_on_
         {"node": "gpu01", "action": "drain", "reason": "accelops-gpu: GPU 1 is lost"}]
     with pytest.raises(AnsibleFilterError, match="slurm_health_actions: drain_on must be"):
         slurm_health_actions(result, verdicts, "ok")
+
+
+def test_slurm_maintenance_reads_a_registered_result_and_names_the_filter_on_bad_input():
+    result = {"stdout": "NodeName=gpu01 Gres=gpu:nvidia_l40s:2(S:0-1) State=MIXED"}
+    assert slurm_maintenance(result, "gpu01", "drain", "driver upgrade")["argv"] == [
+        "scontrol", "update", "nodename=gpu01", "state=drain", "reason=accelops-gpu: maintenance: driver upgrade"]
+    assert slurm_maintenance(result, "gpu01", "resume")["argv"] == []
+    with pytest.raises(AnsibleFilterError, match=r"^slurm_maintenance: the controller does not know the node gpu02$"):
+        slurm_maintenance(result, "gpu02", "resume")
 
 
 @pytest.mark.parametrize("result, message", [

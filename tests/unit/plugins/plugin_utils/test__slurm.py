@@ -696,6 +696,72 @@ def test_health_actions_refuses_bad_input(args):
         _slurm.health_actions(*args)
 
 
+MAINT_NODES = [
+    *HEALTH_NODES,
+    "NodeName=g Gres=gpu:t:8 State=MIXED+DRAIN Reason=accelops-gpu: maintenance: driver upgrade to 550.127.08 "
+    "[root@2026-12-02T00:30:00]",
+    "NodeName=h Gres=gpu:t:8 State=IDLE Reason=accelops-gpu: maintenance: driver upgrade [root@2026-12-02T00:30:00]",
+    "NodeName=i Gres=gpu:t:8 State=IDLE+DRAIN+INVALID_REG Reason=gres/gpu count reported lower than configured (1 < 2) "
+    "[slurm@2026-12-02T11:36:37]",
+]
+UPGRADE = "accelops-gpu: maintenance: driver upgrade to 550.127.08"
+
+
+@pytest.mark.parametrize("name, action, holder, argv", [
+    # A node in service is drained for maintenance, busy or not: its jobs finish, no new one starts.
+    ("a", "drain", "none", ["state=drain", "reason=" + UPGRADE]),
+    ("e", "drain", "none", ["state=drain", "reason=" + UPGRADE]),
+    # A person's drain stays, with its reason, and is never resumed.
+    ("b", "drain", "other", []),
+    ("b", "resume", "other", []),
+    # A health drain of ours becomes the maintenance's, and is not resumed by it.
+    ("c", "drain", "health", ["state=drain", "reason=" + UPGRADE]),
+    ("c", "resume", "health", []),
+    # Drained for the same maintenance already: nothing to do; then given back.
+    ("g", "drain", "maintenance", []),
+    ("g", "resume", "maintenance", ["state=resume"]),
+    # Slurm keeps the reason after a resume: a node in service with our old reason is not drained by it.
+    ("h", "resume", "none", []),
+    ("h", "drain", "none", ["state=drain", "reason=" + UPGRADE]),
+    ("a", "resume", "none", []),
+    # Slurm's own drain (a GPU that did not come back from the maintenance's reboot): the maintenance's reason wins,
+    # and only the maintenance gives the node back.
+    ("i", "drain", "slurm", ["state=drain", "reason=" + UPGRADE]),
+    ("i", "resume", "slurm", []),
+])
+def test_maintenance_action(name, action, holder, argv):
+    result = _slurm.maintenance_action(MAINT_NODES, name, action, "driver upgrade to 550.127.08")
+    assert result["holder"] == holder
+    assert result["argv"] == (["scontrol", "update", "nodename=" + name, *argv] if argv else [])
+
+
+def test_maintenance_gives_a_failed_upgrade_its_new_reason():
+    reason = "driver upgrade to 550.127.08 failed:\nGPU 1\x00 lost"
+    result = _slurm.maintenance_action(MAINT_NODES, "g", "drain", reason)
+    assert result["argv"][-1] == "reason=" + UPGRADE + " failed: GPU 1 lost"
+    long = _slurm.maintenance_action(MAINT_NODES, "a", "drain", "x" * 500)["argv"][-1]
+    assert len(long) == len("reason=") + _slurm.HEALTH_REASON_MAX and long.endswith("...")
+
+
+def test_health_leaves_a_node_in_maintenance_alone():
+    verdicts = [{"name": "g", "verdict": verdict, "findings": [LOST]} for verdict in ("ok",)]
+    assert _slurm.health_actions(MAINT_NODES, verdicts) == []
+    assert _slurm.health_actions(MAINT_NODES, [{"name": "g", "verdict": "critical", "findings": [LOST]}]) == []
+
+
+@pytest.mark.parametrize("args, message, options", [
+    ((MAINT_NODES, "zz", "drain", "x"), "the controller does not know the node zz", {}),
+    ((MAINT_NODES, "a", "reboot", "x"), "action must be drain or resume", {}),
+    ((MAINT_NODES, "a", "drain", " "), "reason: a drain for maintenance needs a reason", {}),
+    ((MAINT_NODES, "a b", "resume", None), "node must be a node name", {}),
+    ((MAINT_NODES, "a", "drain", "x"), "prefix must be", {"prefix": "bad prefix"}),
+    ((7, "a", "resume", None), "lines must be", {}),
+])
+def test_maintenance_action_refuses_bad_input(args, message, options):
+    with pytest.raises(_slurm.SlurmError, match=message):
+        _slurm.maintenance_action(*args, **options)
+
+
 # --------------------------------------------------------------------------- hostile input
 
 
