@@ -69,22 +69,28 @@ _PROCESS_READERS = ("nvmlDeviceGetComputeRunningProcesses", "nvmlSystemGetProces
 
 
 def gpu_processes(facts, unreadable=False):
-    """The compute processes on the GPUs, one line each ("GPU 3 pid 4242 (train.py)"); with unreadable, also one line
-    for each GPU whose processes could not be read (lost, or an NVML error)."""
-    if not isinstance(facts, dict) or not isinstance(facts.get("gpus", []), list):
-        raise AnsibleFilterError("gpu_processes expects ansible_facts.nvidia (a dict with gpus), got %s"
-                                 % type(facts).__name__)
+    """The compute processes on the GPUs, one line each ("GPU 3 pid 4242 (train.py)"). With unreadable, also one line
+    for each GPU whose processes could not be read (lost, an NVML error, or listing not supported), and for GPUs that
+    NVML did not count or list: an empty list then means that no compute process runs."""
+    gpus = facts.get("gpus") if isinstance(facts, dict) else None
+    if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
+        raise AnsibleFilterError("gpu_processes expects ansible_facts.nvidia (a dict with gpus, a list of dicts), "
+                                 "got %s" % type(facts).__name__)
     lines = []
-    for gpu in facts.get("gpus") or []:
-        for proc in gpu.get("processes") or []:
+    for gpu in gpus:
+        for entry in gpu.get("processes") or []:
+            proc = entry if isinstance(entry, dict) else {}
             lines.append("GPU %s pid %s (%s)" % (gpu.get("index"), proc.get("pid"), proc.get("name") or "unknown"))
-        if unreadable and gpu.get("processes") is None:
+        if unreadable and not isinstance(gpu.get("processes"), list):
             errors = [e for e in gpu.get("errors") or [] if str(e).startswith(_PROCESS_READERS)]
-            if gpu.get("lost") or gpu.get("error") or errors:
-                why = "lost" if gpu.get("lost") else (gpu.get("error") or errors[0])
-                lines.append("GPU %s: its processes cannot be read (%s)" % (gpu.get("index"), why))
-    if unreadable and not facts.get("driver_loaded", True):
-        lines.append("no GPU can be read: %s" % (facts.get("reason") or "the driver is not loaded"))
+            why = ("lost" if gpu.get("lost") else gpu.get("error") or (errors[0] if errors else
+                   "NVML does not list them on this GPU"))
+            lines.append("GPU %s: its processes cannot be read (%s)" % (gpu.get("index"), why))
+    if unreadable:
+        if not facts.get("driver_loaded", True):
+            lines.append("no GPU can be read: %s" % (facts.get("reason") or "the driver is not loaded"))
+        elif facts.get("gpu_count") != len(gpus):
+            lines.append("NVML counts %s GPU(s) but %d could be listed" % (facts.get("gpu_count"), len(gpus)))
     return lines
 
 

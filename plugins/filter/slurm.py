@@ -101,11 +101,11 @@ def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-
 
 
 @_filter("slurm_maintenance")
-def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm"):
+def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm", scope=""):
     """How to drain one node for maintenance or resume it afterwards, from scontrol show node --oneliner."""
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
-    return _slurm.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user)
+    return _slurm.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user, scope=scope)
 
 
 class FilterModule:

@@ -626,7 +626,7 @@ def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:")
             continue
         drained = _drained(node)
         ours = (node["reason"] or "").startswith(prefix + " ")
-        if ours and _for_maintenance(node, prefix):
+        if ours and drained and _for_maintenance(node, prefix):
             # Taken out for maintenance (a driver upgrade): the maintenance gives it back, not the health check.
             continue
         sick = HEALTH_SEVERITIES.index(entry["verdict"]) >= HEALTH_SEVERITIES.index(drain_on)
@@ -642,22 +642,31 @@ def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:")
     return actions
 
 
-def maintenance_action(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm"):
+def maintenance_action(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm", scope=""):
     """What to tell Slurm to take one node out of service for maintenance (action drain) or to give it back (resume).
 
-    drain: the node is drained with "<prefix> maintenance: <reason>" (one printable line of at most 200 characters);
-    a drain this collection set (a health finding, an earlier maintenance) or Slurm itself set (its reason signed by
-    slurm_user, such as a GPU count that fell after a reboot) takes the new reason; a drain that anyone else set stays
-    as it is, and the node stays theirs. resume: the node is resumed only when it is drained for maintenance by this
-    collection. Returns {node, argv (scontrol's arguments; empty when nothing is to be done), holder (none,
-    maintenance, health, slurm or other: who drained the node before), states, reason}."""
+    A maintenance's reasons are "<prefix> maintenance: <reason>" (one printable line of at most 200 characters), and
+    scope is how they start ("driver upgrade"): a drain of another maintenance of this collection belongs to that one.
+    drain: the node is drained with the reason; a drain of the same maintenance, of the health check, or that Slurm
+    itself set (its reason signed by slurm_user, such as a GPU count that fell after a reboot) takes the new reason; a
+    drain that anyone else set stays as it is, and the node stays theirs. resume: the node is resumed only when it is
+    drained for this maintenance. Returns {node, argv (scontrol's arguments; empty when nothing is to be done), holder
+    (none, maintenance, health, slurm or other: who drained the node before), drained, states, reason}."""
     if action not in ("drain", "resume"):
         raise SlurmError("action must be drain or resume, got %r" % (action,))
     _check_prefix(prefix)
     if not isinstance(node, str) or not NODE_NAME.match(node):
         raise SlurmError("node must be a node name, got %r" % (node,))
-    if action == "drain" and not (isinstance(reason, str) and reason.strip()):
-        raise SlurmError("reason: a drain for maintenance needs a reason, got %r" % (reason,))
+    if not isinstance(scope, str) or scope != _one_line(scope):
+        raise SlurmError("scope must be one line of printable ASCII, got %r" % (scope,))
+    wanted = None
+    if action == "drain":
+        text = _one_line(reason) if isinstance(reason, str) else ""
+        if not text:
+            raise SlurmError("reason: a drain for maintenance needs a reason (printable text), got %r" % (reason,))
+        if not text.startswith(scope):
+            raise SlurmError("reason: %r does not start with the maintenance's scope %r" % (text, scope))
+        wanted = _one_line("%s %s %s" % (prefix, MAINTENANCE_TAG, text))
     if isinstance(lines, str):
         lines = lines.splitlines()
     if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
@@ -666,17 +675,22 @@ def maintenance_action(lines, node, action, reason=None, *, prefix="accelops-gpu
     if found is None:
         raise SlurmError("the controller does not know the node %s" % node)
     current = re.sub(r"\s*\[[^\]]*\]\s*\Z", "", found["reason"] or "")
-    if not _drained(found):
+    drained = _drained(found)
+    if not drained:
         holder = "none"
     elif not current.startswith(prefix + " "):
         holder = "slurm" if found["reason_user"] == slurm_user else "other"
+    elif not _for_maintenance(found, prefix):
+        holder = "health"
     else:
-        holder = "maintenance" if _for_maintenance(found, prefix) else "health"
+        # Another maintenance of this collection (tasks_from: drain with another reason) keeps its node.
+        mine = current.startswith("%s %s %s" % (prefix, MAINTENANCE_TAG, scope))
+        holder = "maintenance" if mine else "other"
     argv = []
     if action == "drain" and holder != "other":
-        wanted = _one_line("%s %s %s" % (prefix, MAINTENANCE_TAG, reason.strip()))
         if holder == "none" or current != wanted:
             argv = ["scontrol", "update", "nodename=" + node, "state=drain", "reason=" + wanted]
     elif action == "resume" and holder == "maintenance":
         argv = ["scontrol", "update", "nodename=" + node, "state=resume"]
-    return {"node": node, "argv": argv, "holder": holder, "states": found["states"], "reason": found["reason"]}
+    return {"node": node, "argv": argv, "holder": holder, "drained": drained, "states": found["states"],
+            "reason": found["reason"]}

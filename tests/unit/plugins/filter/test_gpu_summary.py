@@ -101,7 +101,22 @@ def test_what_cannot_be_read_is_no_idle_gpu(nvml_fixture, name, extra, expected)
         gpu_processes(facts, unreadable=True)
 
 
-def test_processes_of_something_else_are_refused():
+@pytest.mark.parametrize("facts, expected", [
+    # NVML answered, but not the count: nothing says that the GPUs are free.
+    ({"driver_loaded": True, "gpu_count": None, "gpus": []}, ["NVML counts None GPU(s) but 0 could be listed"]),
+    ({"driver_loaded": True, "gpu_count": 2, "gpus": [{"index": 0, "processes": []}]},
+     ["NVML counts 2 GPU(s) but 1 could be listed"]),
+    # Listing not supported on this GPU.
+    ({"driver_loaded": True, "gpu_count": 1, "gpus": [{"index": 0, "processes": None, "errors": []}]},
+     ["GPU 0: its processes cannot be read (NVML does not list them on this GPU)"]),
+])
+def test_a_gpu_without_an_answer_is_no_idle_gpu(facts, expected):
+    assert gpu_processes(facts, unreadable=True) == expected
+    assert gpu_processes(facts) == []
+
+
+@pytest.mark.parametrize("facts", [["GPU 0"], {"gpus": ["GPU 0"]}, {"gpus": None}, {}])
+def test_processes_of_something_else_are_refused(facts):
     with pytest.raises(AnsibleFilterError, match=r"gpu_processes expects ansible_facts\.nvidia"):
-        gpu_processes(["GPU 0"])
+        gpu_processes(facts)
     assert FilterModule().filters()["gpu_processes"] is gpu_processes

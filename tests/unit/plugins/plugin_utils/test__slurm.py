@@ -703,6 +703,8 @@ MAINT_NODES = [
     "NodeName=h Gres=gpu:t:8 State=IDLE Reason=accelops-gpu: maintenance: driver upgrade [root@2026-12-02T00:30:00]",
     "NodeName=i Gres=gpu:t:8 State=IDLE+DRAIN+INVALID_REG Reason=gres/gpu count reported lower than configured (1 < 2) "
     "[slurm@2026-12-02T11:36:37]",
+    "NodeName=j Gres=gpu:t:8 State=IDLE+DRAIN Reason=accelops-gpu: maintenance: replace fan 3 "
+    "[root@2026-12-02T00:30:00]",
 ]
 UPGRADE = "accelops-gpu: maintenance: driver upgrade to 550.127.08"
 
@@ -728,9 +730,13 @@ UPGRADE = "accelops-gpu: maintenance: driver upgrade to 550.127.08"
     # and only the maintenance gives the node back.
     ("i", "drain", "slurm", ["state=drain", "reason=" + UPGRADE]),
     ("i", "resume", "slurm", []),
+    # Another maintenance of this collection keeps its node: neither taken over nor resumed.
+    ("j", "drain", "other", []),
+    ("j", "resume", "other", []),
 ])
 def test_maintenance_action(name, action, holder, argv):
-    result = _slurm.maintenance_action(MAINT_NODES, name, action, "driver upgrade to 550.127.08")
+    reason, scope = "driver upgrade to 550.127.08", "driver upgrade"
+    result = _slurm.maintenance_action(MAINT_NODES, name, action, reason, scope=scope)
     assert result["holder"] == holder
     assert result["argv"] == (["scontrol", "update", "nodename=" + name, *argv] if argv else [])
 
@@ -743,6 +749,17 @@ def test_maintenance_gives_a_failed_upgrade_its_new_reason():
     assert len(long) == len("reason=") + _slurm.HEALTH_REASON_MAX and long.endswith("...")
 
 
+def test_without_a_scope_every_maintenance_is_the_same():
+    result = _slurm.maintenance_action(MAINT_NODES, "j", "resume")
+    assert result["argv"] == ["scontrol", "update", "nodename=j", "state=resume"]
+
+
+def test_a_resumed_node_with_an_old_maintenance_reason_is_judged_again():
+    """Slurm keeps the reason after a resume: node h is in service, so a critical verdict drains it."""
+    [action] = _slurm.health_actions(MAINT_NODES, [{"name": "h", "verdict": "critical", "findings": [LOST]}])
+    assert action["action"] == "drain"
+
+
 def test_health_leaves_a_node_in_maintenance_alone():
     verdicts = [{"name": "g", "verdict": verdict, "findings": [LOST]} for verdict in ("ok",)]
     assert _slurm.health_actions(MAINT_NODES, verdicts) == []
@@ -753,6 +770,9 @@ def test_health_leaves_a_node_in_maintenance_alone():
     ((MAINT_NODES, "zz", "drain", "x"), "the controller does not know the node zz", {}),
     ((MAINT_NODES, "a", "reboot", "x"), "action must be drain or resume", {}),
     ((MAINT_NODES, "a", "drain", " "), "reason: a drain for maintenance needs a reason", {}),
+    ((MAINT_NODES, "a", "drain", "\x00\n"), "reason: a drain for maintenance needs a reason", {}),
+    ((MAINT_NODES, "a", "drain", "replace fan"), "does not start with the maintenance's scope", {"scope": "driver"}),
+    ((MAINT_NODES, "a", "resume", None), "scope must be one line", {"scope": "driver\nupgrade"}),
     ((MAINT_NODES, "a b", "resume", None), "node must be a node name", {}),
     ((MAINT_NODES, "a", "drain", "x"), "prefix must be", {"prefix": "bad prefix"}),
     ((7, "a", "resume", None), "lines must be", {}),

@@ -1,0 +1,76 @@
+"""playbooks/upgrade_driver.yml refuses bad settings with one message naming the field, before it reads or changes any
+node. The checks run on the Ansible host alone: the nodes are unreachable addresses, so a check that let a node through
+fails here instead of touching this machine. The whole upgrade runs in the molecule scenario slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simnode import ansible_env, expose_collection
+
+expose_collection()
+
+INVENTORY = """
+gpu_nodes:
+  hosts:
+    gpu01: {}
+    gpu02: %(gpu02)s
+slurm_controllers:
+  hosts:
+    %(controllers)s
+all:
+  vars:
+    ansible_connection: ssh
+    ansible_host: 127.0.0.1
+    ansible_port: 9
+    ansible_ssh_timeout: 3
+    ansible_python_interpreter: %(python)s
+"""
+
+
+@pytest.mark.parametrize("extra, gpu02, controllers, message", [
+    ({"upgrade_driver_batch": 0}, {}, "ctl: {}",
+     'upgrade_driver_batch must be a node count or a percentage such as 25%, got "0"'),
+    ({"upgrade_driver_batch": "150%"}, {}, "ctl: {}", 'upgrade_driver_batch must be a node count'),
+    ({"upgrade_driver_batch": "2\nserial: 1"}, {}, "ctl: {}", 'upgrade_driver_batch must be a node count'),
+    ({"upgrade_driver_max_fail_percentage": 101}, {}, "ctl: {}",
+     'upgrade_driver_max_fail_percentage must be a percentage from 0 to 100, got "101"'),
+    # A bad value on a host other than the first is found too.
+    ({}, {"upgrade_driver_health_fail_on": "bogus"}, "ctl: {}",
+     'upgrade_driver_health_fail_on must be warning or critical, got "bogus"'),
+    ({"slurm_health_drain_on": "never"}, {}, "ctl: {}", 'upgrade_driver_health_fail_on must be warning or critical'),
+    ({"upgrade_driver_expected_gpus": "eight"}, {}, "ctl: {}", 'upgrade_driver_expected_gpus must be a GPU count'),
+    ({"upgrade_driver_validate": "maybe"}, {}, "ctl: {}", 'upgrade_driver_validate must be true or false'),
+    ({"upgrade_driver_reboot_tasks": "reboot.yml"}, {}, "ctl: {}",
+     'upgrade_driver_reboot_tasks must be empty or the absolute path of a task file'),
+    ({"upgrade_driver_reboot_tasks": "/tmp/x\ny.yml"}, {}, "ctl: {}", 'upgrade_driver_reboot_tasks must be empty'),
+    ({"upgrade_driver_reboot_tasks": "/no/such/reboot.yml"}, {}, "ctl: {}",
+     'upgrade_driver_reboot_tasks: /no/such/reboot.yml is no file on the Ansible host'),
+    ({"slurm_maintenance_reason": "x"}, {}, "ctl: {}", 'are set by this playbook for each step'),
+    ({"slurm_maintenance_wait": False}, {}, "ctl: {}", 'are set by this playbook for each step'),
+    ({}, {"slurm_node_name": "gpu01"}, "ctl: {}", "and each node its own slurm_node_name (got gpu01, gpu01)"),
+    ({}, {}, "{}", "The group slurm_controllers must hold one host"),
+    ({}, {}, "{ctl: {}, ctl2: {}}", "The group slurm_controllers must hold one host"),
+])
+def test_bad_settings_are_refused_before_any_node_is_read(tmp_path, extra, gpu02, controllers, message):
+    (tmp_path / "inventory.yml").write_text(INVENTORY % {
+        "gpu02": json.dumps(gpu02), "controllers": controllers if controllers != "{}" else "{}",
+        "python": sys.executable})
+    if controllers in ("{}", "{ctl: {}, ctl2: {}}"):
+        text = (tmp_path / "inventory.yml").read_text().replace("  hosts:\n    %s\n" % controllers,
+                                                                "  hosts: %s\n" % controllers)
+        (tmp_path / "inventory.yml").write_text(text)
+    run = subprocess.run(
+        ["ansible-playbook", "-i", "inventory.yml", "accelops.gpu.upgrade_driver", "-e", json.dumps(extra)],
+        cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)
+    out = run.stdout + run.stderr
+    assert run.returncode == 2, out[-3000:]
+    assert message in out.replace("\\n", "\n").replace('\\"', '"'), out[-3000:]
+    assert "Nothing was changed." in out
+    # The checks come first: the driver role's plan never ran, so no node was read.
+    assert "Work out whether the driver would change" not in out, out[-3000:]
