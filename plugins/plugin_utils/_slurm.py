@@ -591,6 +591,11 @@ def _for_maintenance(node, prefix):
     return (node["reason"] or "").startswith("%s %s" % (prefix, MAINTENANCE_TAG))
 
 
+def _unsigned_reason(node):
+    """A node's reason without the "[user@time]" that Slurm adds to it."""
+    return re.sub(r"\s*\[[^\]]*\]\s*\Z", "", node["reason"] or "")
+
+
 def _one_line(text, limit=HEALTH_REASON_MAX):
     text = " ".join(_UNPRINTABLE.sub(" ", text).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
@@ -633,7 +638,7 @@ def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:")
         if sick:
             reason = _health_reason(prefix, entry.get("findings") or [], drain_on)
             # A drain a person set stays as it is; ours gets the current findings.
-            current = re.sub(r"\s*\[[^\]]*\]\s*\Z", "", node["reason"] or "")
+            current = _unsigned_reason(node)
             if not drained or (ours and current != reason):
                 actions.append({"node": entry["name"], "action": "drain", "reason": reason})
         elif ours and drained:
@@ -674,7 +679,7 @@ def maintenance_action(lines, node, action, reason=None, *, prefix="accelops-gpu
     found = parse_scontrol_nodes(lines).get(node)
     if found is None:
         raise SlurmError("the controller does not know the node %s" % node)
-    current = re.sub(r"\s*\[[^\]]*\]\s*\Z", "", found["reason"] or "")
+    current = _unsigned_reason(found)
     drained = _drained(found)
     if not drained:
         holder = "none"
