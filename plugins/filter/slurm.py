@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Slurm filters (GRES records from GPU facts, slurm.conf node lines, gres.conf, slurmd -C and slurmd -G), each
-documented in its own <name>.yml."""
+"""Slurm filters (GRES records from GPU facts, slurm.conf node lines, gres.conf, slurmd -C and slurmd -G, the health
+and maintenance decisions, the all-reduce across nodes), each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
@@ -108,6 +108,31 @@ def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:
     return _slurm.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user, scope=scope)
 
 
+@_filter("slurm_allreduce_plan")
+def slurm_allreduce_plan(nodes, **settings):
+    """The pairs of nodes of the all-reduce across nodes, in rounds, each with its srun (settings: framework,
+    megabytes, cpu_ranks, port, timeout, wait, srun_args)."""
+    return _slurm.allreduce_plan(nodes, **settings)
+
+
+@_filter("slurm_allreduce_result")
+def slurm_allreduce_result(job, result=None):
+    """One pair of slurm_allreduce_plan, after its srun (its registered result or async_status): the record or the
+    failure, and a line that says it."""
+    if job and isinstance(job, dict) and job.get("failure"):
+        return _slurm.allreduce_result(job)
+    if not isinstance(result, dict) or not any(key in result for key in ("stdout", "rc", "msg")):
+        raise _slurm.SlurmError("result must be the registered result of the pair's srun, got %s"
+                                % type(result).__name__)
+    if result.get("skipped"):
+        raise _slurm.SlurmError("result is that of an srun that was skipped, not what it printed")
+    stderr = result.get("stderr") or ""
+    if result.get("rc") is None:
+        # No exit status: the run never ended (Ansible's async limit) or never started; Ansible's message says why.
+        stderr = "\n".join([stderr, str(result.get("msg") or "")])
+    return _slurm.allreduce_result(job, result.get("stdout") or "", stderr, result.get("rc"))
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -120,4 +145,6 @@ class FilterModule:
             "slurm_node_problems": slurm_node_problems,
             "slurm_health_actions": slurm_health_actions,
             "slurm_maintenance": slurm_maintenance,
+            "slurm_allreduce_plan": slurm_allreduce_plan,
+            "slurm_allreduce_result": slurm_allreduce_result,
         }

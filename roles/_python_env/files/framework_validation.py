@@ -10,7 +10,10 @@ node's framework cannot use its GPUs, or None), low_precision(facts) (the dtype 
 dtype_name(dtype), matmul(device, dtype, size, min_seconds) (a matmul_record), train_step(device, dtype) (a
 train_record), allreduce(ranks, megabytes, on_gpu, args) (an allreduce_record), gpu_device, cpu_device,
 statement(facts) and cpu_statement(facts), cpu_allreduce_label ("... over %d ...") and cpu_allreduce_kind (for the
-messages about the all-reduce on the CPU), and extra_arguments(parser).
+messages about the all-reduce on the CPU), and extra_arguments(parser). For the all-reduce across nodes (--multi-node,
+one process per rank started by srun): multinode_setup(task, on_gpu, args) (before load: what the framework reads from
+the environment at import) and multinode_allreduce(task, megabytes, on_gpu, args) (an allreduce_record in rank 0, None
+in the other ranks).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import time
 
 
@@ -30,6 +34,15 @@ def arguments(description, framework, argv=None):
     parser.add_argument("--seconds", type=float, default=0.5, help="minimum time of each measurement")
     parser.add_argument("--allreduce-mb", type=int, default=256)
     parser.add_argument("--cpu-allreduce", type=int, default=0, metavar="N", help=framework.cpu_allreduce_help)
+    parser.add_argument("--allreduce-timeout", type=float, default=300.0,
+                        help="seconds before a rank of the all-reduce gives up (the processes on this node are killed)")
+    parser.add_argument("--multi-node", choices=["gpu", "cpu"],
+                        help="run as one rank of an all-reduce across the nodes of a Slurm step (srun): one rank per "
+                             "GPU, or ranks on the CPU; rank 0 prints the result")
+    parser.add_argument("--port", type=int, default=29400,
+                        help="--multi-node: the first port of the ranks' rendezvous on the step's first node")
+    parser.add_argument("--hosts", default="",
+                        help="--multi-node: NAME=ADDRESS,... where a node's Slurm name is not the address to reach")
     framework.extra_arguments(parser)
     return parser.parse_args(argv)
 
@@ -75,9 +88,94 @@ def emit(facts, code):
     return code
 
 
+class SlurmTask:
+    """This process's place in a Slurm job step: rank, world (ranks), local_rank, node (index in the step), nodes
+    (their names, in Slurm's order), per_node (ranks on each node) and addresses (where each node is reached)."""
+
+    def __init__(self, environ, hosts="", expand=None):
+        def number(*names):
+            for name in names:
+                value = environ.get(name, "")
+                if value.isdigit():
+                    return int(value)
+            raise ValueError("%s is not set: run this as a task of a Slurm job step (srun)" % names[0])
+
+        self.rank = number("SLURM_PROCID")
+        self.world = number("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+        self.local_rank = number("SLURM_LOCALID")
+        self.node = number("SLURM_NODEID")
+        nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST", "")
+        self.nodes = (expand or expand_nodelist)(nodelist)
+        if not self.nodes or self.world % len(self.nodes):
+            raise ValueError("the step's %d ranks are not spread evenly over its nodes (%s): give srun "
+                             "--ntasks-per-node" % (self.world, nodelist or "none"))
+        self.per_node = self.world // len(self.nodes)
+        if self.rank // self.per_node != self.node or self.local_rank != self.rank % self.per_node:
+            raise ValueError("rank %d is task %d of node %d: the ranks are not in blocks of %d per node (give srun "
+                             "--distribution=block)" % (self.rank, self.local_rank, self.node, self.per_node))
+        names = dict(pair.split("=", 1) for pair in hosts.split(",") if "=" in pair)
+        self.addresses = [names.get(name, name) for name in self.nodes]
+
+    def address(self, rank):
+        """Where rank's node is reached."""
+        return self.addresses[rank // self.per_node]
+
+
+def expand_nodelist(nodelist):
+    """A Slurm node list (sim-slurm-[h100,l40s]) as names, in Slurm's order, by Slurm's own scontrol."""
+    if not nodelist:
+        return []
+    try:
+        result = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True,
+                                check=False)
+    except OSError as error:
+        raise ValueError("scontrol show hostnames %s: %s" % (nodelist, error)) from None
+    if result.returncode != 0:
+        raise ValueError("scontrol show hostnames %s: %s" % (nodelist, result.stderr.strip() or result.returncode))
+    return result.stdout.split()
+
+
+def multinode(framework, args, environ=None, expand=None):
+    """One rank of an all-reduce across the nodes of a Slurm step. Rank 0 prints the JSON (the allreduce_record with
+    the nodes); a rank that fails prints its failure, whichever it is. The exit code: 0 works, 1 does not, 2 cannot
+    be imported."""
+    environ = os.environ if environ is None else environ
+    on_gpu = args.multi_node == "gpu"
+    facts = {"framework": framework.name, "multi_node": args.multi_node, "nodes": [], "failure": None}
+    try:
+        task = SlurmTask(environ, args.hosts, expand)
+    except ValueError as error:
+        facts["failure"] = str(error)
+        return emit(facts, 1)
+    facts.update(nodes=task.nodes, rank=task.rank)
+    try:
+        framework.multinode_setup(task, on_gpu, args)
+        framework.load(args)
+    except Exception as error:  # pylint: disable=broad-except
+        facts["failure"] = "%s cannot be imported on %s: %s" % (framework.module, task.nodes[task.node], error)
+        return emit(facts, 2)
+    facts["version"] = framework.version()
+    label = "%s all-reduce over %d ranks on %d nodes (%s)" % (
+        framework.name, task.world, len(task.nodes), "one per GPU" if on_gpu else "on the CPU")
+    try:
+        record = framework.multinode_allreduce(task, args.allreduce_mb, on_gpu, args)
+    except Exception as error:  # pylint: disable=broad-except
+        facts["failure"] = "%s failed in rank %d on %s: %s" % (label, task.rank, task.nodes[task.node], error)
+        return emit(facts, 1)
+    if task.rank != 0:
+        return 0
+    facts.update(record)
+    if not record["correct"]:
+        facts["failure"] = "the %s gave a wrong sum" % label
+    return emit(facts, 1 if facts["failure"] else 0)
+
+
 def validate(framework, description, argv=None):
-    """Run the checks in order and print one JSON object; the exit code: 0 works, 1 does not, 2 cannot be imported."""
+    """Run the checks in order and print one JSON object; the exit code: 0 works, 1 does not, 2 cannot be imported.
+    With --multi-node: one rank of the all-reduce across nodes (multinode())."""
     args = arguments(description, framework, argv)
+    if args.multi_node:
+        return multinode(framework, args)
     facts = {"framework": framework.name, "expected_gpus": args.expect_gpus, "failure": None}
     try:
         framework.load(args)

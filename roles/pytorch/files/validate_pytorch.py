@@ -12,6 +12,9 @@ path and says so in "statement".
 reason in "failure" when torch cannot see exactly N GPUs. Exit 2: torch cannot be imported.
 --cpu-allreduce N: also run the same all-reduce over N processes on the CPU with Gloo ("cpu_allreduce"), which
 checks torch.distributed where there is no GPU.
+--multi-node gpu|cpu: run as one rank of an all-reduce across the nodes of a Slurm job step instead (srun
+--ntasks-per-node; NCCL with one rank per GPU, or Gloo on the CPU), with the rendezvous on the step's first node at
+--port; rank 0 prints the bus bandwidth (playbooks/validate.yml runs it for each pair of nodes).
 Used by the accelops.gpu.pytorch role (verify step) and playbooks/validate.yml. framework_validation.py (from the
 internal _python_env role) sits beside it and runs the checks in order.
 """
@@ -31,19 +34,21 @@ def _dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
 
-def _allreduce_worker(rank, job, queue):
-    """One rank of the all-reduce; job: world (ranks), port, megabytes, backend."""
+def _allreduce(rank, world, backend, init_method, *, megabytes, device=None, timeout=None):
+    """This rank's part of the all-reduce of megabytes of fp32 over world ranks (NCCL: device is this rank's GPU;
+    Gloo: on the CPU); the allreduce_record in rank 0, None in the others."""
+    import datetime
+
     import torch
     import torch.distributed as dist
 
-    world, backend = job["world"], job["backend"]
-    # NCCL: one process per GPU. Gloo: processes on the CPU.
     on_gpu = backend == "nccl"
     if on_gpu:
-        torch.cuda.set_device(rank)
+        torch.cuda.set_device(device)
     synchronize = torch.cuda.synchronize if on_gpu else (lambda: None)
-    dist.init_process_group(backend, init_method="tcp://127.0.0.1:%d" % job["port"], rank=rank, world_size=world)
-    tensor = torch.ones(job["megabytes"] * 1024 * 1024 // 4, dtype=torch.float32, device="cuda" if on_gpu else "cpu")
+    options = {"timeout": datetime.timedelta(seconds=timeout)} if timeout else {}
+    dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world, **options)
+    tensor = torch.ones(megabytes * 1024 * 1024 // 4, dtype=torch.float32, device="cuda" if on_gpu else "cpu")
     for _step in range(3):
         dist.all_reduce(tensor)
     synchronize()
@@ -58,11 +63,21 @@ def _allreduce_worker(rank, job, queue):
     tensor.fill_(1.0)
     dist.all_reduce(tensor)
     synchronize()
+    record = None
     if rank == 0:
         correct = float(tensor[0].item()) == float(world) and float(tensor[-1].item()) == float(world)
-        queue.put(framework_validation.allreduce_record(backend, world, world if on_gpu else 0, tensor.numel() * 4,
-                                                        seconds, correct=correct))
+        record = framework_validation.allreduce_record(backend, world, world if on_gpu else 0, tensor.numel() * 4,
+                                                       seconds, correct=correct)
     dist.destroy_process_group()
+    return record
+
+
+def _allreduce_worker(rank, job, queue):
+    """One rank of the all-reduce on this node; job: world (ranks), port, megabytes, backend."""
+    record = _allreduce(rank, job["world"], job["backend"], "tcp://127.0.0.1:%d" % job["port"],
+                        megabytes=job["megabytes"], device=rank)
+    if record:
+        queue.put(record)
 
 
 class Torch:
@@ -82,9 +97,8 @@ class Torch:
         self.cuda_reason = None
 
     @staticmethod
-    def extra_arguments(parser):
-        parser.add_argument("--allreduce-timeout", type=float, default=300.0,
-                            help="seconds before the all-reduce's processes are killed")
+    def extra_arguments(_parser):
+        return None
 
     def load(self, _args):
         import torch
@@ -200,6 +214,22 @@ class Torch:
                     process.kill()
                 raise TimeoutError("no result from %d ranks after %g s" % (world, timeout))
         return queue.get()
+
+    @staticmethod
+    def multinode_setup(_task, _on_gpu, _args):
+        """Each rank sees the step's GPUs on its node and takes the one of its local rank."""
+        return None
+
+    def version(self):
+        return self.torch.__version__
+
+    @staticmethod
+    def multinode_allreduce(task, megabytes, on_gpu, args):
+        """One rank of the all-reduce across the step's nodes: NCCL with one rank per GPU, or Gloo on the CPU; the
+        rendezvous on the first node at --port."""
+        return _allreduce(task.rank, task.world, "nccl" if on_gpu else "gloo",
+                          "tcp://%s:%d" % (task.address(0), args.port), megabytes=megabytes, device=task.local_rank,
+                          timeout=args.allreduce_timeout)
 
     def statement(self, facts):
         torch = self.torch

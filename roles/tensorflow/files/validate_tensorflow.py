@@ -12,12 +12,16 @@ its bus bandwidth. Without a usable GPU it runs the CPU path and says so in "sta
 reason in "failure" when TensorFlow cannot see exactly N GPUs. Exit 2: tensorflow cannot be imported.
 --cpu-allreduce N: also run the same all-reduce over N logical CPU devices ("cpu_allreduce", MirroredStrategy with
 reduction to one device), which checks tf.distribute where there is no GPU.
+--multi-node gpu|cpu: run as one rank of an all-reduce across the nodes of a Slurm job step instead (srun
+--ntasks-per-node; MultiWorkerMirroredStrategy: NCCL with one rank per GPU, or the ring over gRPC on the CPU), rank r
+listening at --port + r; rank 0 prints the bus bandwidth (playbooks/validate.yml runs it for each pair of nodes).
 Used by the accelops.gpu.tensorflow role (verify step) and playbooks/validate.yml. framework_validation.py (from the
 internal _python_env role) sits beside it and runs the checks in order.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -168,6 +172,53 @@ class TensorFlow:
         seconds = (time.perf_counter() - start) / iterations
         return framework_validation.allreduce_record("nccl" if on_gpu else "reduction-to-one-device", gpus,
                                                      gpus if on_gpu else 0, elements * 4, seconds, correct=correct)
+
+    @staticmethod
+    def multinode_setup(task, on_gpu, args):
+        """Before TensorFlow is imported: the cluster of the step's ranks (TF_CONFIG: rank r listens at --port + r on
+        its node, so that ranks of nodes that share an address do not collide), and one GPU per rank."""
+        os.environ["TF_CONFIG"] = json.dumps({
+            "cluster": {"worker": ["%s:%d" % (task.address(rank), args.port + rank) for rank in range(task.world)]},
+            "task": {"type": "worker", "index": task.rank},
+        })
+        if on_gpu:
+            visible = [device for device in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if device]
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible[task.local_rank] if visible else str(task.local_rank)
+
+    def version(self):
+        return self.tf.__version__
+
+    def multinode_allreduce(self, task, megabytes, on_gpu, args):
+        """One rank of the all-reduce across the step's nodes (MultiWorkerMirroredStrategy): NCCL with one rank per
+        GPU, or TensorFlow's ring over gRPC on the CPU."""
+        tf = self.tf
+        implementations = tf.distribute.experimental.CommunicationImplementation
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(
+                implementation=implementations.NCCL if on_gpu else implementations.RING,
+                timeout_seconds=args.allreduce_timeout))
+        elements = megabytes * 1024 * 1024 // 4
+
+        @tf.function
+        def reduce_once():
+            def replica():
+                return tf.distribute.get_replica_context().all_reduce("sum", tf.ones((elements,), tf.float32))
+            return strategy.run(replica)
+
+        first = strategy.experimental_local_results(reduce_once())
+        correct = all(float(part[0].numpy()) == float(task.world) and float(part[-1].numpy()) == float(task.world)
+                      for part in first)
+        iterations = 10
+        start = time.perf_counter()
+        for _step in range(iterations):
+            result = reduce_once()
+        [part.numpy() for part in strategy.experimental_local_results(result)]
+        seconds = (time.perf_counter() - start) / iterations
+        if task.rank != 0:
+            return None
+        return framework_validation.allreduce_record("nccl" if on_gpu else "ring", task.world,
+                                                     task.world if on_gpu else 0, elements * 4, seconds,
+                                                     correct=correct)
 
     def statement(self, facts):
         return "tensorflow %s uses %d GPU(s) (%s), built with CUDA %s" % (

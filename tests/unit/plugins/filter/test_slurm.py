@@ -24,7 +24,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSess
 
 NAMES = {"slurm_node_gres", "slurm_gres_summary", "slurm_hardware", "slurm_node_line", "slurm_gres_conf",
          "slurm_gres_mismatch", "slurm_node_problems",
-         "slurm_health_actions", "slurm_maintenance"}
+         "slurm_health_actions", "slurm_maintenance", "slurm_allreduce_plan", "slurm_allreduce_result"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
 MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"

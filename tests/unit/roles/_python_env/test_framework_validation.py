@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 
 import pytest
 
@@ -72,6 +73,21 @@ class Double:
             raise RuntimeError("NCCL error: unhandled system error")
         return fv.allreduce_record("nccl" if on_gpu else "gloo", ranks, ranks if on_gpu else 0, megabytes << 20, 0.01,
                                    correct=self.sums)
+
+    def multinode_setup(self, task, on_gpu, args):
+        self.calls.append(("setup", task.rank, task.address(0), on_gpu, args.port))
+
+    @staticmethod
+    def version():
+        return "1.0"
+
+    def multinode_allreduce(self, task, megabytes, on_gpu, _args):
+        self.calls.append(("multinode", task.rank, task.world, task.local_rank, megabytes, on_gpu))
+        if not self.reduces:
+            raise RuntimeError("Connection refused")
+        if task.rank:
+            return None
+        return fv.allreduce_record("gloo", task.world, 0, megabytes << 20, 0.01, correct=self.sums)
 
     def statement(self, facts):
         return "double uses %d GPU(s)" % facts["gpu_count"]
@@ -149,3 +165,83 @@ def test_timed_waits_for_the_device_and_counts_calls():
     seconds = fv.timed(lambda: next(calls), waited.append, 0.0, max_iterations=3)
     assert waited == [0, 1]  # the warm-up, then the last timed call
     assert seconds >= 0
+
+
+def step(rank, world=4, nodes="n1,n2", **more):
+    """The environment srun gives rank `rank` of a step of `world` ranks in blocks over `nodes`."""
+    per_node = world // len(nodes.split(","))
+    environ = {"SLURM_PROCID": str(rank), "SLURM_STEP_NUM_TASKS": str(world), "SLURM_LOCALID": str(rank % per_node),
+               "SLURM_NODEID": str(rank // per_node), "SLURM_STEP_NODELIST": nodes}
+    environ.update(more)
+    return environ
+
+
+def multinode(double, capsys, environ, *argv):
+    args = fv.arguments("Prove the double", double, list(argv))
+    code = fv.multinode(double, args, environ, expand=lambda nodelist: nodelist.split(","))
+    out = capsys.readouterr().out
+    return code, (json.loads(out) if out else None)
+
+
+def test_multinode_rank_zero_prints_the_record_with_the_nodes(capsys):
+    double = Double()
+    code, facts = multinode(double, capsys, step(0), "--multi-node", "cpu", "--port", "31000", "--allreduce-mb", "8",
+                            "--hosts", "n1=10.0.0.1,n2=10.0.0.2")
+    assert code == 0 and facts["failure"] is None
+    assert (facts["nodes"], facts["rank"], facts["multi_node"], facts["ranks"], facts["version"]) == (
+        ["n1", "n2"], 0, "cpu", 4, "1.0")
+    # The rendezvous is on the first node's address; setup runs before the framework is imported.
+    assert double.calls[:3] == [("setup", 0, "10.0.0.1", False, 31000), ("load", "x"), ("multinode", 0, 4, 0, 8, False)]
+
+
+def test_multinode_other_ranks_print_nothing_when_they_succeed(capsys):
+    double = Double()
+    code, facts = multinode(double, capsys, step(3), "--multi-node", "gpu")
+    assert (code, facts) == (0, None)
+    assert ("multinode", 3, 4, 1, 256, True) in double.calls
+
+
+@pytest.mark.parametrize("environ, failure", [
+    ({}, "SLURM_PROCID is not set: run this as a task of a Slurm job step (srun)"),
+    (step(0, world=3), "the step's 3 ranks are not spread evenly over its nodes (n1,n2): give srun --ntasks-per-node"),
+    (dict(step(1), SLURM_NODEID="1"), "rank 1 is task 1 of node 1: the ranks are not in blocks of 2 per node (give "
+                                      "srun --distribution=block)"),
+])
+def test_multinode_outside_a_well_formed_step_says_how_to_start_it(environ, failure, capsys):
+    code, facts = multinode(Double(), capsys, environ, "--multi-node", "cpu")
+    assert (code, facts["failure"]) == (1, failure)
+
+
+@pytest.mark.parametrize("double, rank, expected", [
+    (Double(reduces=False), 2, (1, "double all-reduce over 4 ranks on 2 nodes (on the CPU) failed in rank 2 on n2: "
+                                   "Connection refused")),
+    (Double(sums=False), 0, (1, "the double all-reduce over 4 ranks on 2 nodes (on the CPU) gave a wrong sum")),
+    (Double(importable=False), 1, (2, "doublelib cannot be imported on n1: No module named 'doublelib'")),
+])
+def test_multinode_failures_are_printed_by_the_rank_that_saw_them(double, rank, expected, capsys):
+    code, facts = multinode(double, capsys, step(rank), "--multi-node", "cpu")
+    assert (code, facts["failure"]) == expected and facts["rank"] == rank
+
+
+def test_the_scripts_entry_point_takes_the_multinode_path(capsys, monkeypatch):
+    monkeypatch.setattr(fv, "expand_nodelist", lambda nodelist: nodelist.split(","))
+    for name, value in step(0, world=2).items():
+        monkeypatch.setenv(name, value)
+    code = fv.validate(Double(), "Prove the double", ["--multi-node", "cpu"])
+    facts = json.loads(capsys.readouterr().out)
+    assert code == 0 and facts["ranks"] == 2 and facts["nodes"] == ["n1", "n2"]
+
+
+def test_expand_nodelist_asks_scontrol(tmp_path, monkeypatch):
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\n[ \"$1 $2\" = 'show hostnames' ] || exit 3\n"
+                        "[ \"$3\" = 'gpu[01-02]' ] && printf 'gpu01\\ngpu02\\n' && exit 0\n"
+                        "echo 'scontrol: error: Invalid hostlist' >&2; exit 1\n")
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
+    assert fv.expand_nodelist("gpu[01-02]") == ["gpu01", "gpu02"]
+    with pytest.raises(ValueError, match=r"scontrol show hostnames gpu\[: scontrol: error: Invalid hostlist"):
+        fv.expand_nodelist("gpu[")
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    with pytest.raises(ValueError, match=r"scontrol show hostnames gpu01: .*scontrol"):
+        fv.expand_nodelist("gpu01")
