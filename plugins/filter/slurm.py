@@ -127,8 +127,9 @@ def slurm_allreduce_result(job, result=None):
     if result.get("skipped"):
         raise _slurm.SlurmError("result is that of an srun that was skipped, not what it printed")
     stderr = result.get("stderr") or ""
-    if result.get("rc") is None:
-        # No exit status: the run never ended (Ansible's async limit) or never started; Ansible's message says why.
+    if result.get("rc") is None or not stderr.strip():
+        # No exit status (the run never ended: Ansible's async limit) or nothing from srun (no srun on the
+        # controller): Ansible's message says why.
         stderr = "\n".join([stderr, str(result.get("msg") or "")])
     return _slurm.allreduce_result(job, result.get("stdout") or "", stderr, result.get("rc"))
 

@@ -729,7 +729,13 @@ def allreduce_rounds(names):
 
 
 FRAMEWORKS = ("pytorch", "tensorflow")
-SRUN_ARG = re.compile(r"\A--?[A-Za-z][A-Za-z0-9-]*(=[ -~]*)?\Z")
+# A site's own srun options (a partition, an account, a QoS...): long options only, one printable line each, and none
+# that the plan sets itself or that changes what srun prints (the ranks' JSON lines are read from its output).
+SRUN_ARG = re.compile(r"\A--(?P<name>[a-z][a-z0-9-]*)(=[ -~]*)?\Z")
+SRUN_OWN = ("job-name", "nodes", "nodelist", "ntasks", "ntasks-per-node", "distribution", "kill-on-bad-exit",
+            "immediate", "time", "gres", "gpus", "gpus-per-node", "gpus-per-task", "label", "output", "error", "input",
+            "export", "exclude", "multi-prog", "pty", "chdir", "unbuffered", "quiet", "verbose", "test-only",
+            "overlap", "relative", "uid", "gid")
 VENV = re.compile(r"\A/[A-Za-z0-9_./+-]+\Z")
 
 
@@ -741,6 +747,20 @@ def _setting(name, value, low, high):
     return number
 
 
+def srun_problems(srun_args):
+    """A site's own srun options, checked: a list of long options (--partition=gpu), one printable line each, none
+    of those the plan sets itself (SRUN_OWN)."""
+    if not isinstance(srun_args, (list, tuple)) or not all(isinstance(arg, str) and SRUN_ARG.match(arg)
+                                                           for arg in srun_args):
+        raise SlurmError("srun_args must be a list of long srun options such as --partition=gpu (one printable "
+                         "line each), got %s" % json.dumps(srun_args, default=str)[:200])
+    own = [arg for arg in srun_args if SRUN_ARG.match(arg).group("name") in SRUN_OWN]
+    if own:
+        raise SlurmError("srun_args: %s is set by the all-reduce itself (or changes what srun prints); leave out %s"
+                         % (", ".join(own), ", ".join("--" + name for name in SRUN_OWN)))
+    return list(srun_args)
+
+
 def _allreduce_node(node):
     """One node's part of the plan: {name, address, frameworks: {name: {venv, gpus, single} or null}}."""
     if not isinstance(node, dict) or not isinstance(node.get("name"), str) or not NODE_NAME.match(node["name"]):
@@ -750,15 +770,20 @@ def _allreduce_node(node):
     if not (address == "" or (isinstance(address, str) and (HOST_NAME.match(address) or _is_ip(address)))):
         raise SlurmError("%s: address must be a host name or an IP address, got %s"
                          % (node["name"], json.dumps(address, default=str)))
+    if not isinstance(node.get("frameworks") or {}, dict):
+        raise SlurmError("%s: frameworks must be a dict from pytorch and tensorflow to what each brings, got %s"
+                         % (node["name"], json.dumps(node["frameworks"], default=str)[:200]))
     frameworks = {}
     for framework, found in (node.get("frameworks") or {}).items():
-        if framework not in FRAMEWORKS or found is None:
+        # Not validated on the node: null, or an empty string where Ansible before 2.19 renders none so.
+        if framework not in FRAMEWORKS or found is None or found == "":
             continue
         if not (isinstance(found, dict) and isinstance(found.get("venv"), str) and VENV.match(found["venv"])):
             raise SlurmError("%s: %s needs its virtual environment's absolute path (venv), got %s" % (
                 node["name"], framework, json.dumps(found, default=str)[:200]))
         frameworks[framework] = dict(found, gpus=_setting("%s: %s gpus" % (node["name"], framework),
-                                                          found.get("gpus", 0), 0, 1024))
+                                                          found.get("gpus", 0), 0, 1024),
+                                     single=found.get("single") if isinstance(found.get("single"), dict) else None)
     return {"name": node["name"], "address": address, "frameworks": frameworks}
 
 
@@ -775,10 +800,7 @@ def allreduce_plan(nodes, *, framework="auto", megabytes=256, cpu_ranks=1, port=
     port = _setting("port", port, 1024, 60000)
     timeout = _setting("timeout", timeout, 10, 99999)
     wait = _setting("wait", wait, 1, 99999)
-    if not isinstance(srun_args, (list, tuple)) or not all(isinstance(arg, str) and SRUN_ARG.match(arg)
-                                                           for arg in srun_args):
-        raise SlurmError("srun_args must be a list of srun options such as --partition=gpu (one printable line "
-                         "each), got %s" % json.dumps(srun_args, default=str)[:200])
+    srun_args = srun_problems(srun_args)
     if not isinstance(nodes, (list, tuple)):
         raise SlurmError("the nodes must be a list, got %s" % type(nodes).__name__)
     by_name = {}
@@ -786,7 +808,6 @@ def allreduce_plan(nodes, *, framework="auto", megabytes=256, cpu_ranks=1, port=
         if node["name"] in by_name:
             raise SlurmError("two hosts are Slurm node %s: give each its own slurm_node_name" % node["name"])
         by_name[node["name"]] = node
-    hosts = ",".join("%s=%s" % (name, node["address"]) for name, node in sorted(by_name.items()) if node["address"])
     choices = FRAMEWORKS if framework == "auto" else (framework,)
     plan = []
     for round_ in allreduce_rounds(list(by_name)):
@@ -816,6 +837,7 @@ def allreduce_plan(nodes, *, framework="auto", megabytes=256, cpu_ranks=1, port=
             job["mode"] = "gpu" if gpus else "cpu"
             job["ranks_per_node"] = per_node = gpus or cpu_ranks
             venv = first[name]["venv"]
+            hosts = ",".join("%s=%s" % (node, by_name[node]["address"]) for node in pair if by_name[node]["address"])
             job["argv"] = (
                 ["srun", "--job-name=accelops-gpu-allreduce", "--nodes=2", "--nodelist=" + ",".join(pair),
                  "--ntasks-per-node=%d" % per_node, "--distribution=block", "--kill-on-bad-exit=1",
@@ -834,7 +856,7 @@ def allreduce_plan(nodes, *, framework="auto", megabytes=256, cpu_ranks=1, port=
 
 
 def _allreduce_text(record):
-    if not record:
+    if not isinstance(record, dict) or not record:
         return "none"
     return "%s GB/s (%s, %s ranks)" % (record.get("busbw_gbps"), record.get("backend"), record.get("ranks"))
 
@@ -854,6 +876,31 @@ def _allreduce_reports(stdout):
     return reports
 
 
+def _rank(report):
+    """A report's rank: a whole number, never a boolean."""
+    rank = report.get("rank")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+def _record_problem(job, record):
+    """Why rank 0's record is not the pair's result, or None: a wrong sum, or a record of another run or shape."""
+    numbers = ("ranks", "bytes", "seconds", "algbw_gbps", "busbw_gbps")
+    if any(not isinstance(record.get(key), (int, float)) or isinstance(record.get(key), bool) for key in numbers):
+        return "rank 0's record lacks %s: %s" % (", ".join(numbers), json.dumps(record, default=str)[:200])
+    if record.get("correct") is not True:
+        return "the all-reduce gave a wrong sum (rank 0's record: correct is %s)" % json.dumps(record.get("correct"))
+    expected = {"framework": job.get("framework"), "ranks": 2 * (job.get("ranks_per_node") or 0),
+                "nodes": sorted(job["pair"])}
+    nodes = record.get("nodes")
+    if isinstance(nodes, list) and all(isinstance(name, str) for name in nodes):
+        nodes = sorted(nodes)
+    found = {"framework": record.get("framework"), "ranks": record.get("ranks"), "nodes": nodes}
+    if found != expected:
+        return "rank 0's record is not this pair's run: %s, not %s" % (
+            json.dumps(found, default=str)[:200], json.dumps(expected))
+    return None
+
+
 def allreduce_result(job, stdout="", stderr="", rc=None):
     """One pair of allreduce_plan() after its srun printed stdout (every rank's: rank 0 prints its record as one JSON
     line, a rank that fails its failure) and stderr (srun's own messages) and exited with rc (None: it never ended):
@@ -863,22 +910,27 @@ def allreduce_result(job, stdout="", stderr="", rc=None):
     if not isinstance(job, dict) or not isinstance(job.get("pair"), list) or len(job["pair"]) != 2:
         raise SlurmError("the input must be one pair of slurm_allreduce_plan, got %s"
                          % json.dumps(job, default=str)[:200])
+    if not isinstance(stdout, str) or not isinstance(stderr, str):
+        raise SlurmError("what srun printed must be text, got %s and %s" % (type(stdout).__name__,
+                                                                            type(stderr).__name__))
     result = {"nodes": list(job["pair"]), "framework": job.get("framework"), "mode": job.get("mode"),
-              "ranks_per_node": job.get("ranks_per_node"), "single_node": job.get("single_node") or {},
+              "ranks_per_node": job.get("ranks_per_node"),
+              "single_node": job.get("single_node") if isinstance(job.get("single_node"), dict) else {},
               "record": None, "failure": job.get("failure")}
     if not result["failure"]:
         reports = _allreduce_reports(stdout)
-        failed = sorted((report for report in reports if report.get("failure")),
-                        key=lambda report: report.get("rank") if isinstance(report.get("rank"), int) else -1)
-        first = [report for report in reports if report.get("rank") == 0 and not report.get("failure")]
+        failed = sorted((report for report in reports if report.get("failure") is not None),
+                        key=lambda report: _rank(report) if _rank(report) is not None else -1)
+        first = [report for report in reports if _rank(report) == 0 and report.get("failure") is None]
         said = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
         if failed:
-            result["failure"] = str(failed[0]["failure"])
+            result["failure"] = str(failed[0]["failure"]) or "rank %s failed without a message" % failed[0].get("rank")
         elif rc != 0 or not first:
             result["failure"] = ("srun never ended" if rc is None else "srun exited with %s" % rc if rc != 0
                                  else "no result from rank 0") + (": %s" % said[-1] if said else "")
         else:
-            result["record"] = first[0]
+            result["failure"] = _record_problem(job, first[0])
+            result["record"] = None if result["failure"] else first[0]
     if result["failure"]:
         result["failure"] = _one_line(result["failure"], 500)
         measured = "FAILED: " + result["failure"]

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from simnode import ansible_env, expose_collection
+from simnode import ROOT, ansible_env, expose_collection
 
 expose_collection()
 
@@ -70,3 +70,30 @@ def test_the_all_reduce_across_nodes_is_left_out_where_it_cannot_or_should_not_r
     # The bad setting is never read: the run goes on to the nodes, which cannot be reached.
     assert "validate_multinode_framework must be" not in out, out[-3000:]
     assert "Gather GPU facts through NVML" in out and code == 4, out[-3000:]
+
+
+@pytest.mark.parametrize("srun_args", [
+    "--partition=gpu", ["-p=gpu"], ["--partition=gpu", "--ntasks-per-node=1"], ["--label"], ["--account=ops\n--uid=0"],
+    [["--partition=gpu"]], {"partition": "gpu"},
+])
+def test_bad_srun_options_are_refused_before_any_node_is_read(tmp_path, srun_args):
+    code, out = validate(tmp_path, {"validate_multinode_srun_args": srun_args})
+    assert code == 2 and "validate_multinode_srun_args must be a list of long srun options" in out, out[-3000:]
+    assert "Gather GPU facts through NVML" not in out, out[-3000:]
+
+
+def test_the_playbook_refuses_the_same_srun_options_as_the_plan():
+    import yaml
+
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+
+    play = yaml.safe_load((ROOT / "playbooks" / "validate.yml").read_text())[0]
+    check = next(task for task in play["tasks"] if task["name"] == "Check the site's own srun options")
+    assert tuple(check["vars"]["__validate_srun_own"]) == _slurm.SRUN_OWN
+    assert check["vars"]["__validate_srun_arg"] == _slurm.SRUN_ARG.pattern.replace("(?P<name>", "(")
+
+
+def test_good_settings_pass_the_checks_and_the_run_goes_on_to_the_nodes(tmp_path):
+    code, out = validate(tmp_path, {"validate_multinode_srun_args": ["--partition=gpu", "--account=ml ops"],
+                                    "validate_multinode_port": 1024, "validate_multinode_framework": "pytorch"})
+    assert "must be" not in out and "Gather GPU facts through NVML" in out and code == 4, out[-3000:]

@@ -23,7 +23,25 @@ import json
 import math
 import os
 import subprocess
+import sys
+import threading
 import time
+
+
+def _whole(low, high):
+    def whole(text):
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError("must be a whole number from %d to %d, got %s" % (low, high, text))
+        return value
+    return whole
+
+
+def _positive(text):
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0, got %s" % text)
+    return value
 
 
 def arguments(description, framework, argv=None):
@@ -32,14 +50,14 @@ def arguments(description, framework, argv=None):
     parser.add_argument("--size", type=int, default=8192, help="matrix size on the GPU")
     parser.add_argument("--cpu-size", type=int, default=1024, help="matrix size on the CPU")
     parser.add_argument("--seconds", type=float, default=0.5, help="minimum time of each measurement")
-    parser.add_argument("--allreduce-mb", type=int, default=256)
+    parser.add_argument("--allreduce-mb", type=_whole(1, 1 << 20), default=256)
     parser.add_argument("--cpu-allreduce", type=int, default=0, metavar="N", help=framework.cpu_allreduce_help)
-    parser.add_argument("--allreduce-timeout", type=float, default=300.0,
+    parser.add_argument("--allreduce-timeout", type=_positive, default=300.0,
                         help="seconds before a rank of the all-reduce gives up (the processes on this node are killed)")
     parser.add_argument("--multi-node", choices=["gpu", "cpu"],
                         help="run as one rank of an all-reduce across the nodes of a Slurm step (srun): one rank per "
                              "GPU, or ranks on the CPU; rank 0 prints the result")
-    parser.add_argument("--port", type=int, default=29400,
+    parser.add_argument("--port", type=_whole(1, 65535), default=29400,
                         help="--multi-node: the first port of the ranks' rendezvous on the step's first node")
     parser.add_argument("--hosts", default="",
                         help="--multi-node: NAME=ADDRESS,... where a node's Slurm name is not the address to reach")
@@ -84,7 +102,9 @@ def allreduce_record(backend, ranks, gpus, size, seconds, *, correct):
 
 
 def emit(facts, code):
-    print(json.dumps(facts))
+    # One write per line: the ranks of a step may share one output.
+    sys.stdout.write(json.dumps(facts) + "\n")
+    sys.stdout.flush()
     return code
 
 
@@ -95,15 +115,22 @@ class SlurmTask:
     def __init__(self, environ, hosts="", expand=None):
         def number(*names):
             for name in names:
-                value = environ.get(name, "")
-                if value.isdigit():
-                    return int(value)
+                value = environ.get(name)
+                if value is None:
+                    continue
+                if not value.isascii() or not value.isdigit():
+                    raise ValueError("%s must be a whole number, got %r: run this as a task of a Slurm job step "
+                                     "(srun)" % (name, value))
+                return int(value)
             raise ValueError("%s is not set: run this as a task of a Slurm job step (srun)" % names[0])
 
         self.rank = number("SLURM_PROCID")
         self.world = number("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
         self.local_rank = number("SLURM_LOCALID")
         self.node = number("SLURM_NODEID")
+        if self.rank >= self.world:
+            raise ValueError("rank %d of a step of %d ranks: Slurm's environment is not this step's" % (
+                self.rank, self.world))
         nodelist = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST", "")
         self.nodes = (expand or expand_nodelist)(nodelist)
         if not self.nodes or self.world % len(self.nodes):
@@ -113,12 +140,22 @@ class SlurmTask:
         if self.rank // self.per_node != self.node or self.local_rank != self.rank % self.per_node:
             raise ValueError("rank %d is task %d of node %d: the ranks are not in blocks of %d per node (give srun "
                              "--distribution=block)" % (self.rank, self.local_rank, self.node, self.per_node))
-        names = dict(pair.split("=", 1) for pair in hosts.split(",") if "=" in pair)
+        names = {}
+        for pair in hosts.split(",") if hosts else []:
+            name, _sep, address = pair.partition("=")
+            if not (name and address):
+                raise ValueError("--hosts takes NAME=ADDRESS,..., got %r" % hosts)
+            names[name] = address
         self.addresses = [names.get(name, name) for name in self.nodes]
 
     def address(self, rank):
         """Where rank's node is reached."""
         return self.addresses[rank // self.per_node]
+
+    def endpoint(self, rank, port):
+        """host:port of rank's node, an IPv6 address in brackets."""
+        address = self.address(rank)
+        return ("[%s]:%d" if ":" in address else "%s:%d") % (address, port)
 
 
 def expand_nodelist(nodelist):
@@ -137,8 +174,9 @@ def expand_nodelist(nodelist):
 
 def multinode(framework, args, environ=None, expand=None):
     """One rank of an all-reduce across the nodes of a Slurm step. Rank 0 prints the JSON (the allreduce_record with
-    the nodes); a rank that fails prints its failure, whichever it is. The exit code: 0 works, 1 does not, 2 cannot
-    be imported."""
+    the nodes); a rank that fails prints its failure, whichever it is. A rank that has no result after
+    --allreduce-timeout seconds (a peer it cannot reach: TensorFlow waits for its cluster without a limit) prints
+    that and ends. The exit code: 0 works, 1 does not, 2 cannot be imported."""
     environ = os.environ if environ is None else environ
     on_gpu = args.multi_node == "gpu"
     facts = {"framework": framework.name, "multi_node": args.multi_node, "nodes": [], "failure": None}
@@ -148,20 +186,35 @@ def multinode(framework, args, environ=None, expand=None):
         facts["failure"] = str(error)
         return emit(facts, 1)
     facts.update(nodes=task.nodes, rank=task.rank)
-    try:
-        framework.multinode_setup(task, on_gpu, args)
-        framework.load(args)
-    except Exception as error:  # pylint: disable=broad-except
-        facts["failure"] = "%s cannot be imported on %s: %s" % (framework.module, task.nodes[task.node], error)
-        return emit(facts, 2)
-    facts["version"] = framework.version()
+    here = task.nodes[task.node]
     label = "%s all-reduce over %d ranks on %d nodes (%s)" % (
         framework.name, task.world, len(task.nodes), "one per GPU" if on_gpu else "on the CPU")
+
+    def give_up():
+        facts["failure"] = "%s: rank %d on %s had no result after %g s (--allreduce-timeout): a rank that cannot " \
+                           "reach the others, or a node too slow" % (label, task.rank, here, args.allreduce_timeout)
+        emit(facts, 1)
+        sys.stdout.flush()
+        os._exit(1)  # the framework's own threads may never end
+
+    watchdog = threading.Timer(args.allreduce_timeout, give_up)
+    watchdog.daemon = True
+    watchdog.start()
     try:
-        record = framework.multinode_allreduce(task, args.allreduce_mb, on_gpu, args)
-    except Exception as error:  # pylint: disable=broad-except
-        facts["failure"] = "%s failed in rank %d on %s: %s" % (label, task.rank, task.nodes[task.node], error)
-        return emit(facts, 1)
+        try:
+            framework.multinode_setup(task, on_gpu, args)
+            framework.load(args)
+        except Exception as error:  # pylint: disable=broad-except
+            facts["failure"] = "%s cannot be imported on %s: %s" % (framework.module, here, error)
+            return emit(facts, 2)
+        facts["version"] = framework.version()
+        try:
+            record = framework.multinode_allreduce(task, args.allreduce_mb, on_gpu, args)
+        except Exception as error:  # pylint: disable=broad-except
+            facts["failure"] = "%s failed in rank %d on %s: %s" % (label, task.rank, here, error)
+            return emit(facts, 1)
+    finally:
+        watchdog.cancel()
     if task.rank != 0:
         return 0
     facts.update(record)

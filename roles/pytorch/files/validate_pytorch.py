@@ -228,7 +228,7 @@ class Torch:
         """One rank of the all-reduce across the step's nodes: NCCL with one rank per GPU, or Gloo on the CPU; the
         rendezvous on the first node at --port."""
         return _allreduce(task.rank, task.world, "nccl" if on_gpu else "gloo",
-                          "tcp://%s:%d" % (task.address(0), args.port), megabytes=megabytes, device=task.local_rank,
+                          "tcp://" + task.endpoint(0, args.port), megabytes=megabytes, device=task.local_rank,
                           timeout=args.allreduce_timeout)
 
     def statement(self, facts):

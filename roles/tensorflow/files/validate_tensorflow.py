@@ -145,6 +145,27 @@ class TensorFlow:
             changed = bool((w1.numpy() != before).any())
         return framework_validation.train_record(dtype.name, steps, losses, seconds / max(steps - 1, 1), changed)
 
+    def _timed_allreduce(self, strategy, elements, replicas):
+        """Sum ones over the strategy's replicas once (checked: every element is the replica count), then time ten
+        sums; returns (correct, seconds per sum)."""
+        tf = self.tf
+
+        @tf.function
+        def reduce_once():
+            def replica():
+                return tf.distribute.get_replica_context().all_reduce("sum", tf.ones((elements,), tf.float32))
+            return strategy.run(replica)
+
+        first = strategy.experimental_local_results(reduce_once())
+        correct = all(float(part[0].numpy()) == float(replicas) and float(part[-1].numpy()) == float(replicas)
+                      for part in first)
+        iterations = 10
+        start = time.perf_counter()
+        for _step in range(iterations):
+            result = reduce_once()
+        [part.numpy() for part in strategy.experimental_local_results(result)]
+        return correct, (time.perf_counter() - start) / iterations
+
     def allreduce(self, gpus, megabytes, on_gpu, _args):
         """An all-reduce of megabytes of fp32 over the first gpus devices: NCCL across GPUs, reduction to one device
         across logical CPU devices."""
@@ -155,21 +176,7 @@ class TensorFlow:
             cross_device_ops=tf.distribute.NcclAllReduce() if on_gpu else tf.distribute.ReductionToOneDevice())
         elements = megabytes * 1024 * 1024 // 4
 
-        @tf.function
-        def reduce_once():
-            def replica():
-                return tf.distribute.get_replica_context().all_reduce("sum", tf.ones((elements,), tf.float32))
-            return strategy.run(replica)
-
-        first = strategy.experimental_local_results(reduce_once())
-        correct = all(float(part[0].numpy()) == float(gpus) and float(part[-1].numpy()) == float(gpus)
-                      for part in first)
-        iterations = 10
-        start = time.perf_counter()
-        for _step in range(iterations):
-            result = reduce_once()
-        [part.numpy() for part in strategy.experimental_local_results(result)]
-        seconds = (time.perf_counter() - start) / iterations
+        correct, seconds = self._timed_allreduce(strategy, elements, gpus)
         return framework_validation.allreduce_record("nccl" if on_gpu else "reduction-to-one-device", gpus,
                                                      gpus if on_gpu else 0, elements * 4, seconds, correct=correct)
 
@@ -178,7 +185,7 @@ class TensorFlow:
         """Before TensorFlow is imported: the cluster of the step's ranks (TF_CONFIG: rank r listens at --port + r on
         its node, so that ranks of nodes that share an address do not collide), and one GPU per rank."""
         os.environ["TF_CONFIG"] = json.dumps({
-            "cluster": {"worker": ["%s:%d" % (task.address(rank), args.port + rank) for rank in range(task.world)]},
+            "cluster": {"worker": [task.endpoint(rank, args.port + rank) for rank in range(task.world)]},
             "task": {"type": "worker", "index": task.rank},
         })
         if on_gpu:
@@ -199,21 +206,7 @@ class TensorFlow:
                 timeout_seconds=args.allreduce_timeout))
         elements = megabytes * 1024 * 1024 // 4
 
-        @tf.function
-        def reduce_once():
-            def replica():
-                return tf.distribute.get_replica_context().all_reduce("sum", tf.ones((elements,), tf.float32))
-            return strategy.run(replica)
-
-        first = strategy.experimental_local_results(reduce_once())
-        correct = all(float(part[0].numpy()) == float(task.world) and float(part[-1].numpy()) == float(task.world)
-                      for part in first)
-        iterations = 10
-        start = time.perf_counter()
-        for _step in range(iterations):
-            result = reduce_once()
-        [part.numpy() for part in strategy.experimental_local_results(result)]
-        seconds = (time.perf_counter() - start) / iterations
+        correct, seconds = self._timed_allreduce(strategy, elements, task.world)
         if task.rank != 0:
             return None
         return framework_validation.allreduce_record("nccl" if on_gpu else "ring", task.world,

@@ -100,11 +100,31 @@ def test_the_pairs_of_a_round_take_ports_of_their_own():
 
 
 def test_ports_start_again_before_they_run_out():
-    nodes = [node("n%02d" % i, pytorch=8) for i in range(20)]
+    # 800 nodes: 400 pairs a round, 16 ports each from 60000, more than the 5,535 ports up to 65535.
+    nodes = [node("n%03d" % i, pytorch=8) for i in range(800)]
     for round_ in allreduce_plan(nodes, port=60000):
-        for job in round_:
-            port = int(next(arg for arg in job["argv"] if arg.startswith("--port="))[7:])
-            assert 60000 <= port and port + 16 <= 65535
+        ports = [int(next(arg for arg in job["argv"] if arg.startswith("--port="))[7:]) for job in round_]
+        assert all(60000 <= port <= 65535 - 16 for port in ports)
+        assert ports.count(60000) > 1  # started again
+        wrapped = ports.index(60000, 1)
+        # Until it starts again, each pair's 16 ports follow the ones before.
+        assert ports[:wrapped] == list(range(60000, 60000 + 16 * wrapped, 16))
+
+
+def test_each_pair_is_told_only_its_own_nodes_addresses():
+    nodes = [node("n%d" % i, pytorch=1, address="10.0.0.%d" % i) for i in range(1, 5)]
+    hosts = [[arg for arg in job["argv"] if arg.startswith("--hosts=")] for round_ in allreduce_plan(nodes)
+             for job in round_]
+    assert hosts == [["--hosts=n1=10.0.0.1,n2=10.0.0.2"], ["--hosts=n3=10.0.0.3,n4=10.0.0.4"],
+                     ["--hosts=n2=10.0.0.2,n3=10.0.0.3"], ["--hosts=n4=10.0.0.4,n1=10.0.0.1"]]
+
+
+def test_a_framework_rendered_empty_by_older_ansible_is_not_validated_and_odd_single_figures_are_none():
+    first, second = node("a", tensorflow=0), node("b", tensorflow=0)
+    first["frameworks"]["pytorch"] = ""  # a none in a template, before ansible-core 2.19
+    second["frameworks"]["tensorflow"]["single"] = "n/a"
+    (job,), = allreduce_plan([first, second])
+    assert (job["framework"], job["failure"], job["single_node"]) == ("tensorflow", None, {"a": None, "b": None})
 
 
 def test_a_pair_without_a_common_framework_or_environment_fails_without_a_run():
@@ -127,8 +147,16 @@ def test_a_pair_without_a_common_framework_or_environment_fails_without_a_run():
     (lambda: allreduce_plan([node("a")], cpu_ranks="2\n"), "cpu_ranks must be a whole number from 1 to 16"),
     (lambda: allreduce_plan([node("a")], port=80), "port must be a whole number from 1024 to 60000, got 80"),
     (lambda: allreduce_plan([node("a")], wait=True), "wait must be a whole number from 1 to 99999, got true"),
-    (lambda: allreduce_plan([node("a")], srun_args=["--partition=gpu\n--uid=0"]), "srun_args must be a list of srun"),
-    (lambda: allreduce_plan([node("a")], srun_args="--partition=gpu"), "srun_args must be a list of srun"),
+    (lambda: allreduce_plan([node("a")], srun_args=["--partition=gpu\n--uid=0"]),
+     "srun_args must be a list of long srun options"),
+    (lambda: allreduce_plan([node("a")], srun_args="--partition=gpu"), "srun_args must be a list of long srun options"),
+    # Short options are refused (srun reads -p=gpu as the partition "=gpu"), and so is every option the plan sets
+    # itself or that changes what srun prints.
+    (lambda: allreduce_plan([node("a")], srun_args=["-p=gpu"]), "srun_args must be a list of long srun options"),
+    (lambda: allreduce_plan([node("a")], srun_args=["--account=ops", "--ntasks-per-node=1", "--label"]),
+     "srun_args: --ntasks-per-node=1, --label is set by the all-reduce itself (or changes what srun prints); leave "
+     "out --job-name"),
+    (lambda: allreduce_plan([{"name": "a", "frameworks": ["pytorch"]}]), "a: frameworks must be a dict"),
     (lambda: allreduce_plan([node("a b")]), "each node must be a dict with its Slurm name"),
     (lambda: allreduce_plan([node("a", address="10.0.0.1;reboot")]), "a: address must be a host name or an IP"),
     (lambda: allreduce_plan([node("a"), node("a")]), "two hosts are Slurm node a"),
@@ -181,6 +209,24 @@ def test_a_pair_that_did_not_reduce_says_why(stdout, stderr, rc, failure):
     assert result["summary"].startswith("h100 + l40s: FAILED: " + failure + "; each node alone:")
 
 
+@pytest.mark.parametrize("record, failure", [
+    (dict(GOOD, correct=False), "the all-reduce gave a wrong sum (rank 0's record: correct is false)"),
+    ({key: value for key, value in GOOD.items() if key != "correct"},
+     "the all-reduce gave a wrong sum (rank 0's record: correct is null)"),
+    (dict(GOOD, bytes=None), "rank 0's record lacks ranks, bytes, seconds, algbw_gbps, busbw_gbps"),
+    (dict(GOOD, ranks="2"), "rank 0's record lacks ranks, bytes"),
+    (dict(GOOD, nodes=["x"], ranks=1), "rank 0's record is not this pair's run"),
+    (dict(GOOD, framework="pytorch", backend="gloo"), "rank 0's record is not this pair's run"),
+    # A rank that is not a whole number is not rank 0, and a failure that says nothing is still a failure.
+    (dict(GOOD, rank=False), "no result from rank 0"),
+    (dict(GOOD, rank=0.0), "no result from rank 0"),
+    (dict(GOOD, failure=""), "rank 0 failed without a message"),
+])
+def test_a_record_of_rank_zero_that_is_not_this_pairs_good_run_is_a_failure(record, failure):
+    result = allreduce_result(JOB, printed(record), "", 0)
+    assert result["record"] is None and result["failure"].startswith(failure), result["failure"]
+
+
 def test_the_filter_reads_async_status_and_keeps_a_planned_failure():
     result = FILTERS["slurm_allreduce_result"](JOB, {"finished": 1, "rc": 0, "stdout": printed(GOOD), "stderr": ""})
     assert result["record"]["busbw_gbps"] == 0.168
@@ -192,6 +238,12 @@ def test_the_filter_reads_async_status_and_keeps_a_planned_failure():
         FILTERS["slurm_allreduce_result"](JOB, "0.168")
     with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: result is that of an srun that was skipped"):
         FILTERS["slurm_allreduce_result"](JOB, {"skipped": True, "msg": "skipped"})
+    # No srun on the controller: the command module's message is the reason.
+    missing = FILTERS["slurm_allreduce_result"](JOB, {"rc": 2, "stdout": "", "stderr": "", "failed": True,
+                                                      "msg": "[Errno 2] No such file or directory: b'srun'"})
+    assert missing["failure"] == "srun exited with 2: [Errno 2] No such file or directory: b'srun'"
+    with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: what srun printed must be text"):
+        FILTERS["slurm_allreduce_result"](JOB, {"rc": 0, "stdout": ["{}"], "stderr": ""})
     with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: the input must be one pair"):
         FILTERS["slurm_allreduce_result"]({"pair": "h100"}, {"rc": 0})
     with pytest.raises(AnsibleFilterError, match="slurm_allreduce_plan: port must be"):

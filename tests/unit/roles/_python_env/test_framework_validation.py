@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 
 import pytest
 
@@ -245,3 +246,61 @@ def test_expand_nodelist_asks_scontrol(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     with pytest.raises(ValueError, match=r"scontrol show hostnames gpu01: .*scontrol"):
         fv.expand_nodelist("gpu01")
+
+
+@pytest.mark.parametrize("environ, hosts, failure", [
+    (dict(step(0), SLURM_PROCID="-1"), "", "SLURM_PROCID must be a whole number, got '-1'"),
+    (dict(step(0), SLURM_LOCALID="٣"), "", "SLURM_LOCALID must be a whole number, got '٣'"),
+    (dict(step(0), SLURM_STEP_NUM_TASKS="0"), "",
+     "rank 0 of a step of 0 ranks: Slurm's environment is not this step's"),
+    (dict(step(0), SLURM_PROCID="4"), "", "rank 4 of a step of 4 ranks"),
+    (step(0), "n1=", "--hosts takes NAME=ADDRESS,..., got 'n1='"),
+    (step(0), "n1", "--hosts takes NAME=ADDRESS,..., got 'n1'"),
+])
+def test_multinode_refuses_an_environment_or_hosts_it_cannot_trust(environ, hosts, failure, capsys):
+    code, facts = multinode(Double(), capsys, environ, "--multi-node", "cpu", *(["--hosts", hosts] if hosts else []))
+    assert code == 1 and facts["failure"].startswith(failure), facts["failure"]
+
+
+def test_endpoints_put_an_ipv6_address_in_brackets():
+    task = fv.SlurmTask(step(0), "n1=fd00::1,n2=10.0.0.2", expand=lambda nodelist: nodelist.split(","))
+    assert [task.endpoint(rank, 29400 + rank) for rank in range(4)] == [
+        "[fd00::1]:29400", "[fd00::1]:29401", "10.0.0.2:29402", "10.0.0.2:29403"]
+
+
+@pytest.mark.parametrize("argv", [["--port", "0"], ["--port", "70000"], ["--allreduce-mb", "-1"],
+                                  ["--allreduce-timeout", "0"], ["--allreduce-timeout", "inf"]])
+def test_out_of_range_numbers_are_refused_by_the_arguments(argv, capsys):
+    with pytest.raises(SystemExit):
+        fv.arguments("Prove the double", Double(), ["--multi-node", "cpu", *argv])
+    assert "must be" in capsys.readouterr().err
+
+
+class Stuck(Double):
+    """A framework whose all-reduce never hears from its peers (TensorFlow waiting for a worker it cannot reach)."""
+
+    def __init__(self):
+        super().__init__()
+        self.released = threading.Event()
+
+    def multinode_allreduce(self, task, megabytes, on_gpu, args):
+        self.released.wait(10)
+        return super().multinode_allreduce(task, megabytes, on_gpu, args)
+
+
+def test_a_rank_that_hears_nothing_gives_up_after_the_timeout_and_says_so(capsys, monkeypatch):
+    stuck = Stuck()
+    exits = []
+
+    def fake_exit(code):  # the real one ends the process, framework threads and all
+        exits.append(code)
+        stuck.released.set()
+
+    monkeypatch.setattr(fv.os, "_exit", fake_exit)
+    args = fv.arguments("Prove the double", stuck, ["--multi-node", "cpu", "--allreduce-timeout", "0.2"])
+    fv.multinode(stuck, args, step(1), expand=lambda nodelist: nodelist.split(","))
+    first = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert exits == [1]
+    assert first["failure"] == ("double all-reduce over 4 ranks on 2 nodes (on the CPU): rank 1 on n1 had no result "
+                                "after 0.2 s (--allreduce-timeout): a rank that cannot reach the others, or a node too "
+                                "slow")
