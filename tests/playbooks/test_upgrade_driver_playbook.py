@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from simnode import ansible_env, expose_collection
+from simnode import UNREACHABLE_NODES, ansible_env, expose_collection
 
 expose_collection()
 
@@ -23,14 +22,7 @@ gpu_nodes:
 slurm_controllers:
   hosts:
     %(controllers)s
-all:
-  vars:
-    ansible_connection: ssh
-    ansible_host: 127.0.0.1
-    ansible_port: 9
-    ansible_ssh_timeout: 3
-    ansible_python_interpreter: %(python)s
-"""
+""" + UNREACHABLE_NODES.replace("%", "%%")
 
 
 @pytest.mark.parametrize("extra, gpu02, controllers, message", [
@@ -59,8 +51,7 @@ all:
 ])
 def test_bad_settings_are_refused_before_any_node_is_read(tmp_path, extra, gpu02, controllers, message):
     (tmp_path / "inventory.yml").write_text(INVENTORY % {
-        "gpu02": json.dumps(gpu02), "controllers": controllers if controllers != "{}" else "{}",
-        "python": sys.executable})
+        "gpu02": json.dumps(gpu02), "controllers": controllers if controllers != "{}" else "{}"})
     if controllers in ("{}", "{ctl: {}, ctl2: {}}"):
         text = (tmp_path / "inventory.yml").read_text().replace("  hosts:\n    %s\n" % controllers,
                                                                 "  hosts: %s\n" % controllers)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from simnode import ROOT, ansible_env, expose_collection
+from simnode import ROOT, UNREACHABLE_NODES, ansible_env, expose_collection
 
 expose_collection()
 
@@ -23,18 +22,11 @@ gpu_nodes:
     gpu02: {}
 slurm_controllers:
   hosts: %(controllers)s
-all:
-  vars:
-    ansible_connection: ssh
-    ansible_host: 127.0.0.1
-    ansible_port: 9
-    ansible_ssh_timeout: 3
-    ansible_python_interpreter: %(python)s
-"""
+""" + UNREACHABLE_NODES.replace("%", "%%")
 
 
 def validate(tmp_path, extra, controllers="{ctl: {}}", *more):
-    (tmp_path / "inventory.yml").write_text(INVENTORY % {"controllers": controllers, "python": sys.executable})
+    (tmp_path / "inventory.yml").write_text(INVENTORY % {"controllers": controllers})
     run = subprocess.run(
         ["ansible-playbook", "-i", "inventory.yml", "accelops.gpu.validate", "-e", json.dumps(extra), *more],
         cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)

@@ -67,3 +67,15 @@ def ansible_env(**extra):
     env.update(ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_HOME=str(ROOT / ".ansible"), ANSIBLE_NOCOLOR="1")
     env.update(extra)
     return env
+
+
+# The inventory group `all` of a playbook test whose nodes must never be reached: an ssh port nothing listens on, so
+# a check that lets a node through fails there instead of touching this machine.
+UNREACHABLE_NODES = """all:
+  vars:
+    ansible_connection: ssh
+    ansible_host: 127.0.0.1
+    ansible_port: 9
+    ansible_ssh_timeout: 3
+    ansible_python_interpreter: %s
+""" % sys.executable
