@@ -36,10 +36,11 @@ SLURMD_C = re.compile(r"\ANodeName=(?P<name>\S+) CPUs=(?P<cpus>[0-9]+) Boards=(?
                       r"ThreadsPerCore=(?P<threads_per_core>[0-9]+) RealMemory=(?P<real_memory>[0-9]+)"
                       r"(?: Gres=(?P<gres>\S+))?\Z")
 # _log_gres_slurmd_conf's four formats with DebugFlags=Gres and the one without, after a log prefix such as
-# "slurmd: " or "[2025-01-01T00:00:00.000] ".
+# "slurmd: " or "[2025-01-01T00:00:00.000] ". Slurm 22.05 (Debian 12) prints them without Flags= (on stderr).
 SLURMD_G = re.compile(r"\A(?:.*?[:\]] )?Gres Name=(?P<name>\S+) Type=(?P<type>\S+) Count=(?P<count>[0-9]+)"
                       r"(?: Index=(?P<index>-?[0-9]+))?(?: ID=[0-9]+)?(?: File=(?P<file>\S+))?"
-                      r"(?: Cores=(?P<cores>\S*) CoreCnt=[0-9]+)?(?: Links=(?P<links>\S*))? Flags=(?P<flags>\S*)\Z")
+                      r"(?: Cores=(?P<cores>\S*) CoreCnt=[0-9]+)?(?: Links=(?P<links>\S*))?"
+                      r"(?: Flags=(?P<flags>\S*))?\Z")
 # The NVML calls whose failure changes what slurmd would detect; other errors (a temperature) do not matter here.
 SLURM_CALLS = ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetMinorNumber",
                "nvmlDeviceGetCpuAffinity", "nvmlDeviceGetNvLink", "nvmlDeviceGetMig", "nvmlDeviceGetMaxMigDeviceCount",
@@ -427,7 +428,7 @@ def parse_slurmd_gres(text):
         if match:
             fields = {key: None if value == "(null)" else value
                       for key, value in match.groupdict().items() if value is not None}
-            flags = fields["flags"] or ""
+            flags = fields.get("flags") or ""
             fields.update(count=int(fields["count"]), flags=[flag for flag in flags.split(",") if flag])
             if "index" in fields:
                 fields["index"] = int(fields["index"])

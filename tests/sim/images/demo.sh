@@ -3,6 +3,8 @@
 # fixture), run playbooks/site.yml against it exactly as against a real server (NVIDIA's repository, the driver and
 # the CUDA toolkit come from the local signed mirror, whose driver library package brings the fake NVML; PyTorch and
 # TensorFlow from the local wheelhouse, as their CPU builds: the fake NVML runs no CUDA code), and show what it found.
+# The node is also a one-node Slurm cluster (DEMO_SLURM=no leaves Slurm out): slurmctld and slurmd from Debian 12,
+# slurmd with the node's GPUs, and then `sinfo` and one job that asks Slurm for two GPUs.
 # The node keeps running afterwards for a look around (`docker exec -it accelops-demo-dgx-h100 bash`);
 # the next `make demo` replaces it.
 set -euo pipefail
@@ -11,6 +13,8 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 node=${DEMO_NODE:-accelops-demo-dgx-h100}
 image=accelops-sim/debian12:latest
 fixture=${DEMO_FIXTURE:-dgx-h100}
+slurm=${DEMO_SLURM:-yes}
+case $slurm in yes | no) ;; *) echo "demo.sh: DEMO_SLURM must be yes or no, not '$slurm'" >&2; exit 2 ;; esac
 work="$root/build/demo"
 mirror=$("$root/tests/sim/mirror/mirror.sh" url)
 key=$(cat "$root/build/mirror/cuda/fingerprint")
@@ -28,10 +32,19 @@ mkdir -p "$work" "$root/build/collections/ansible_collections/accelops"
 ln -sfn "$root" "$root/build/collections/ansible_collections/accelops/gpu"
 
 docker rm -f "$node" >/dev/null 2>&1 || true
-docker run -d --name "$node" --hostname "$node" --network host --tmpfs /run --tmpfs /run/lock \
+# The node's name resolves to 127.0.0.1, where its slurmctld and slurmd listen (the host's network).
+docker run -d --name "$node" --hostname "$node" --network host --add-host "$node:127.0.0.1" --tmpfs /run --tmpfs /run/lock \
   -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
   "$image" /lib/systemd/systemd >/dev/null
 
+if [ "$slurm" = yes ]; then
+  controllers="
+    slurm_controllers:
+      hosts:
+        $node:"
+else
+  controllers=""
+fi
 cat >"$work/inventory.yml" <<YAML
 all:
   children:
@@ -40,12 +53,14 @@ all:
         $node:
           ansible_connection: community.docker.docker
           ansible_python_interpreter: /usr/bin/python3
-          accelops_sim_fixture: $fixture
+          accelops_sim_fixture: $fixture$controllers
   vars:
-    # The simulated node installs nvidia-ml-py from the local mirror and reads PCI devices from its fake sysfs.
+    # The simulated node installs nvidia-ml-py from the local mirror, reads PCI devices from its fake sysfs and the
+    # driver's MIG capabilities from its fake /proc.
     nvml_python_index_url: ""
     nvml_python_find_links: ["$mirror/wheels/"]
     accelops_gpu_sysfs_root: /etc/accelops-sim/sys
+    accelops_gpu_procfs_root: /etc/accelops-sim/proc
     # dkms and the kernels' headers from the mirror's stand-in of Debian's archive.
     accelops_sim_mirror: $mirror
     # NVIDIA's repository layout from the local mirror, signed with its throw-away key.
@@ -62,6 +77,8 @@ all:
     tensorflow_variant: cpu
     tensorflow_index_url: ""
     tensorflow_find_links: ["$mirror/wheelhouse/"]
+    # Slurm's daemons on 127.0.0.1 (the node is its own controller).
+    slurm_node_address: 127.0.0.1
 YAML
 
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
@@ -79,5 +96,21 @@ awk '/^TASK \[Show each GPU and the GPU topology\]/ {on = 1; next}
   on && /^        "/ {sub(/^        "/, "  "); sub(/",?$/, ""); print}' "$work/site.log"
 awk '/^TASK \[accelops[.]gpu[.](pytorch|tensorflow) : Show the validation\]/ {on = 1; next}
   on && /"msg":/ {sub(/^ *"msg": "/, "  "); sub(/"$/, ""); print; on = 0}' "$work/site.log"
+if [ "$slurm" = yes ]; then
+  echo "== the Slurm cluster: docker exec $node sinfo -N -o '%N %P %T %c %m %G'"
+  docker exec "$node" sinfo -N -o '%N %P %T %c %m %G' | sed 's/^/  /'
+  # One job that asks for two of the node's GPUs: Slurm picks them and names them in CUDA_VISIBLE_DEVICES; the job
+  # reads their names and UUIDs through NVML.
+  echo "== one GPU job: docker exec $node srun --gres=gpu:2 ..."
+  docker exec "$node" srun --gres=gpu:2 --ntasks=1 --time=1 /opt/accelops-gpu/nvml/bin/python -c '
+import os, pynvml
+pynvml.nvmlInit()
+seen = os.environ["CUDA_VISIBLE_DEVICES"]
+print("job %s on %s: CUDA_VISIBLE_DEVICES=%s" % (os.environ["SLURM_JOB_ID"], os.environ["SLURMD_NODENAME"], seen))
+for index in seen.split(","):
+    handle = pynvml.nvmlDeviceGetHandleByIndex(int(index))
+    print("  GPU %s: %s %s" % (index, pynvml.nvmlDeviceGetName(handle), pynvml.nvmlDeviceGetUUID(handle)))
+' | sed 's/^/  /'
+fi
 echo "== the fleet report: $root/build/demo-report/fleet.html (its data: fleet.json beside it)"
 echo "== the node is still running: docker exec -it $node bash   (remove it: docker rm -f $node)"

@@ -470,6 +470,25 @@ slurmd: error: Gres Name is not a line of ours
 """
 
 
+# Slurm 22.05 (Debian 12), as slurmd -G printed it on the simulated DGX H100 (on stderr): no Flags=.
+SLURMD_G_2205 = """\
+slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=1 Index=0 ID=7696487 File=/dev/nvidia0 Links=-1,0,0,0,0,0,0,0
+slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=1 Index=1 ID=7696487 File=/dev/nvidia1 Cores=0-55 CoreCnt=224 \
+Links=0,-1,0,0,0,0,0,0
+slurmd: Gres Name=gpu Type=nvidia_l40s Count=2 ID=7696487
+"""
+
+
+def test_parse_slurmd_gres_reads_slurm_22_05():
+    assert parse_slurmd_gres(SLURMD_G_2205) == [
+        {"name": "gpu", "type": H100, "count": 1, "index": 0, "file": "/dev/nvidia0", "links": "-1,0,0,0,0,0,0,0",
+         "flags": []},
+        {"name": "gpu", "type": H100, "count": 1, "index": 1, "file": "/dev/nvidia1", "cores": "0-55",
+         "links": "0,-1,0,0,0,0,0,0", "flags": []},
+        {"name": "gpu", "type": "nvidia_l40s", "count": 2, "flags": []},
+    ]
+
+
 def test_parse_slurmd_gres_reads_every_format():
     assert parse_slurmd_gres(SLURMD_G) == [
         {"name": "gpu", "type": H100, "count": 1, "index": 0, "file": "/dev/nvidia0", "cores": "0-55",

@@ -125,3 +125,53 @@ def munge_key_ok(key):
 ])
 def test_munge_key_check(key, ok):
     assert munge_key_ok(key) is ok
+
+
+POLICY_KNOWN = """\
+munge:
+  Installed: (none)
+  Candidate: 0.5.15-2
+  Version table:
+     0.5.15-2 500
+slurmctld:
+  Installed: (none)
+  Candidate: 22.05.8-4+deb12u3
+slurm-client:
+  Installed: 22.05.8-4+deb12u3
+  Candidate: 22.05.8-4+deb12u3
+"""
+
+
+@pytest.mark.parametrize("stdout, valid", [
+    (POLICY_KNOWN, 3600),
+    # A fresh image's lists without Debian's archive: apt knows none of them, or one only without a candidate.
+    ("", 0),
+    (POLICY_KNOWN.replace("Candidate: 0.5.15-2", "Candidate: (none)"), 0),
+    (POLICY_KNOWN.replace("slurm-client:\n  Installed: 22.05.8-4+deb12u3\n  Candidate: 22.05.8-4+deb12u3\n", ""), 0),
+])
+def test_package_lists_are_read_again_when_apt_lacks_a_package(stdout, valid):
+    """Lists younger than an hour are kept only while apt has a candidate for every package the host needs."""
+    loader = DataLoader()
+    tasks = yaml.safe_load((ROLE / "tasks" / "install.yml").read_text())
+    task = next(task for task in tasks if task["name"] == "Read the distribution's package lists")
+    values = {}
+    for part in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml"):
+        values.update(loader.load_from_file(str(ROLE / part), trusted_as_template=True))
+    values.update({"inventory_hostname": "ctl", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
+                   "__slurm_apt_known": {"stdout": stdout}})
+    templar = Templar(loader=loader, variables=values)
+    wanted = templar.template(trust_as_template("{{ __slurm_packages_wanted }}"))
+    assert wanted == ["munge", "slurmctld", "slurm-client"]
+    assert int(templar.template(trust_as_template(task["ansible.builtin.apt"]["cache_valid_time"]))) == valid
+
+
+@pytest.mark.parametrize("root, ok", [
+    (None, True), ("/proc", True), ("/etc/accelops-sim/proc", True),
+    ("proc", False), ("", False), ("/proc\n", False), ("/pr\x00oc", False),
+])
+def test_procfs_root_check(root, ok):
+    task = preflight_task("slurm", "Check where the driver's MIG capabilities are read")
+    variables = {} if root is None else {"accelops_gpu_procfs_root": root}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    that = task["ansible.builtin.assert"]["that"]
+    assert templar.template(trust_as_template("{{ %s }}" % that)) is ok
