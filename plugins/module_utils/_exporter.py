@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: the GPU exporter. One scrape reads the node's GPUs the way gpu_facts does
+(its collector, one NVML session per scrape, the health verdict included) and renders them with _metrics; the same
+text is served over HTTP for Prometheus (GET /metrics) or written atomically as a textfile for node_exporter's
+textfile collector.
+
+A scrape never fails: whatever goes wrong (NVML missing, the driver not loaded, a GPU lost, an exception in the
+reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporter_error_info, with the health verdict
+"unknown", not as a crash or an empty page.
+
+Usage (on the node, with pynvml importable): python -m ...module_utils._exporter [--listen HOST:PORT | --textfile
+PATH] [--hostname NAME] [--sysfs-root DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import threading
+import time
+
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._metrics import CONTENT_TYPE, Exposition, exposition
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+
+# Everything the series need, the PCI bus included (the health verdict sees a GPU that NVML no longer lists); not the
+# topology, whose pairwise queries no series uses.
+SUBSETS = ("all", "!topology")
+DEFAULT_LISTEN = ":9400"
+
+
+def scrape(hostname, sysfs_root="/sys", lib=None):
+    """One reading of the node as exposition text, with how long it took and how many NVML calls it made."""
+    start = time.monotonic()
+    session = NvmlSession(lib)
+    try:
+        with session:
+            facts = GpuFactsCollector(session, resolve_subsets(list(SUBSETS)), sysfs_root).collect()
+        text = exposition(facts, hostname)
+    except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
+        text = failed(hostname, "%s: %s" % (type(exc).__name__, exc))
+    out = Exposition()
+    out.add("accelops_gpu_scrape_duration_seconds", "gauge", "How long this reading of the GPUs took.",
+            [("Hostname", hostname)], round(time.monotonic() - start, 6))
+    out.add("accelops_gpu_scrape_nvml_calls", "gauge", "NVML calls this reading of the GPUs made.",
+            [("Hostname", hostname)], session.calls)
+    return text + out.text()
+
+
+def failed(hostname, error):
+    """The text of a reading that raised: NVML counts as down, the verdict unknown, and the error said."""
+    facts = {"nvml_available": False, "driver_loaded": False, "reason": "the exporter could not read the GPUs",
+             "health": {"status": "unknown", "findings": []}, "errors": []}
+    text = exposition(facts, hostname)
+    out = Exposition()
+    out.add("accelops_gpu_exporter_error_info", "gauge", "What went wrong in this reading (always 1).",
+            [("Hostname", hostname), ("error", error[:500])], 1)
+    return text + out.text()
+
+
+def write_textfile(path, text):
+    """Write text to path (a .prom file) at once: a temporary file beside it (a name node_exporter ignores), then
+    renamed over it, so that a scrape never reads half a file."""
+    if not path.endswith(".prom"):
+        raise ValueError("the textfile must end in .prom (node_exporter reads only those), got %r" % path)
+    directory = os.path.dirname(os.path.abspath(path))
+    temporary = os.path.join(directory, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def parse_listen(value):
+    """HOST:PORT, [IPv6]:PORT or :PORT (every address) as (host, port)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError("--listen must be HOST:PORT, [IPv6]:PORT or :PORT with a port from 1 to 65535, got %r" % value)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if any(c.isspace() for c in host):
+        raise ValueError("--listen: the host must not hold white space, got %r" % value)
+    return host, int(port)
+
+
+def make_server(host, port, hostname, sysfs_root="/sys", lib=None):
+    """An HTTP server (not yet serving) whose /metrics is one scrape per request, one at a time."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "accelops-gpu-exporter"
+
+        def do_GET(self):  # the name http.server calls
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                with lock:
+                    body = scrape(hostname, sysfs_root, lib).encode("utf-8")
+                self._reply(200, CONTENT_TYPE, body)
+            elif path == "/":
+                self._reply(200, "text/plain; charset=utf-8", b"accelops.gpu GPU exporter: /metrics\n")
+            else:
+                self._reply(404, "text/plain; charset=utf-8", b"not found: only /metrics\n")
+
+        def _reply(self, code, content_type, body):
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # a scrape every few seconds is not news
+            pass
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    class Server(ThreadingHTTPServer):
+        address_family = family
+        daemon_threads = True
+
+    return Server((host, port), Handler)
+
+
+def main(argv=None, lib=None):
+    parser = argparse.ArgumentParser(prog="accelops-gpu-exporter", description=__doc__.partition("\n\n")[0])
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve /metrics on (default :9400)")
+    target.add_argument("--textfile", help="write one reading to this .prom file and exit")
+    parser.add_argument("--hostname", default=socket.gethostname(), help="the Hostname label (default: this host)")
+    parser.add_argument("--sysfs-root", default="/sys")
+    args = parser.parse_args(argv)
+    if any(c in args.hostname for c in "\n\0") or not args.hostname:
+        parser.error("--hostname must be one line of text")
+    if args.textfile:
+        try:
+            write_textfile(args.textfile, scrape(args.hostname, args.sysfs_root, lib))
+        except (OSError, ValueError) as exc:
+            sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
+            return 1
+        return 0
+    try:
+        host, port = parse_listen(args.listen)
+        server = make_server(host, port, args.hostname, args.sysfs_root, lib)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write("accelops-gpu-exporter: cannot listen on %s: %s\n" % (args.listen, exc))
+        return 1
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,237 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private to the accelops.gpu collection: GPU facts (as gpu_facts gathers them, health included) in Prometheus' text
+exposition format.
+
+What NVML gives is named, typed and labelled as NVIDIA's dcgm-exporter names it (DCGM_FI_DEV_GPU_TEMP{gpu="0",
+UUID=..., pci_bus_id=..., device="nvidia0", modelName=..., Hostname=...}), so that dashboards and alert rules made for
+dcgm-exporter read it unchanged; a MIG device's memory series carry GPU_I_PROFILE and GPU_I_ID as dcgm-exporter's do.
+The collection's own series start with accelops_gpu_: whether NVML answered, the health verdict and each finding, the
+driver's versions, lost GPUs, NVML calls that failed, clock event reasons, NVLink state and compute processes.
+
+An NVML error is never good news here: when NVML or the driver does not answer there is no GPU count and no
+per-GPU series (not zero GPUs), accelops_gpu_nvml_up is 0, and the health verdict reads "unknown" unless the facts
+already judged the node worse.
+"""
+
+from __future__ import annotations
+
+import math
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+HEALTH_VALUES = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
+
+
+def _path(*keys):
+    def read(item):
+        for key in keys:
+            if not isinstance(item, dict):
+                return None
+            item = item.get(key)
+        return item
+    return read
+
+
+def _flag(*keys):
+    read = _path(*keys)
+
+    def flag(item):
+        value = read(item)
+        return None if value is None else int(bool(value))
+    return flag
+
+
+# (name, type, help, reader of one GPU's facts): dcgm-exporter's field names and help texts for what NVML gives.
+GPU_FAMILIES = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", _path("clocks_mhz", "sm")),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", _path("clocks_mhz", "memory")),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", _path("temperature_c")),
+    ("DCGM_FI_DEV_SLOWDOWN_TEMP", "gauge", "Slowdown temperature for the device (in C).",
+     _path("temperature_slowdown_c")),
+    ("DCGM_FI_DEV_SHUTDOWN_TEMP", "gauge", "Shutdown temperature for the device (in C).",
+     _path("temperature_shutdown_c")),
+    ("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed for the device in percent 0-100.", _path("fan_speed_pct")),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", _path("power_draw_w")),
+    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Current power limit for the device (in W).", _path("power_limit_w")),
+    ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Effective power limit that the driver enforces after taking into "
+     "account all limiters (in W).", _path("power_limit_enforced_w")),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", _path("utilization_gpu_pct")),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", _path("utilization_memory_pct")),
+    ("DCGM_FI_DEV_FB_TOTAL", "gauge", "Total framebuffer memory (in MiB).", _path("memory_total_mib")),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _path("memory_free_mib")),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", _path("memory_used_mib")),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
+     _path("ecc_errors", "volatile", "corrected")),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
+     _path("ecc_errors", "volatile", "uncorrected")),
+    ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.",
+     _path("ecc_errors", "aggregate", "corrected")),
+    ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
+     _path("ecc_errors", "aggregate", "uncorrected")),
+    ("DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement.",
+     _flag("retired_pages_pending")),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors",
+     _path("remapped_rows", "uncorrectable")),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
+     _path("remapped_rows", "correctable")),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+     _flag("remapped_rows", "failure")),
+    ("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending (a GPU reset is needed).",
+     _flag("remapped_rows", "pending")),
+    ("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation.", _path("pcie", "gen_current")),
+    ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width.", _path("pcie", "width_current")),
+    ("DCGM_FI_DEV_PERSISTENCE_MODE", "gauge", "Persistence mode for the device (1 on, 0 off).",
+     _flag("persistence_mode")),
+)
+
+
+def escape(value):
+    """A label value as the text format quotes it: backslash, double quote and newline escaped."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _number(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "+Inf" if value > 0 else "-Inf"
+        return repr(value)
+    raise TypeError("a sample value must be a number, got %r" % (value,))
+
+
+def nvml_bus_id(bus_id):
+    """NVML's form of a PCI address, as dcgm-exporter's pci_bus_id label has it: 00000000:18:00.0."""
+    if not isinstance(bus_id, str) or ":" not in bus_id:
+        return bus_id
+    parts = bus_id.split(":")
+    if len(parts) == 3:
+        parts[0] = parts[0].rjust(8, "0")
+    return ":".join(parts).upper()
+
+
+class Exposition:
+    """Metric families in the order they are first added, each with its HELP, TYPE and samples."""
+
+    def __init__(self):
+        self._families = {}
+
+    def add(self, name, kind, text, labels, value):
+        if value is None:
+            return
+        family = self._families.setdefault(name, {"type": kind, "help": text, "samples": []})
+        family["samples"].append((labels, _number(value)))
+
+    def declare(self, name, kind, text):
+        """A family with no samples yet still says what it is (a scrape of a node without GPUs shows the names)."""
+        self._families.setdefault(name, {"type": kind, "help": text, "samples": []})
+
+    def text(self):
+        lines = []
+        for name, family in self._families.items():
+            lines.append("# HELP %s %s" % (name, family["help"].replace("\\", "\\\\").replace("\n", "\\n")))
+            lines.append("# TYPE %s %s" % (name, family["type"]))
+            for labels, value in family["samples"]:
+                if labels:
+                    rendered = ",".join('%s="%s"' % (key, escape(val)) for key, val in labels)
+                    lines.append("%s{%s} %s" % (name, rendered, value))
+                else:
+                    lines.append("%s %s" % (name, value))
+        return "\n".join(lines) + "\n"
+
+
+def gpu_labels(gpu, hostname, driver_version=None):
+    """dcgm-exporter's labels of one GPU."""
+    labels = [("gpu", gpu.get("index")), ("UUID", gpu.get("uuid") or ""),
+              ("pci_bus_id", nvml_bus_id(gpu.get("pci_bus_id") or "")),
+              ("device", "nvidia%s" % gpu["minor_number"] if gpu.get("minor_number") is not None else ""),
+              ("modelName", gpu.get("name") or ""), ("Hostname", hostname)]
+    if driver_version:
+        labels.append(("DCGM_FI_DRIVER_VERSION", driver_version))
+    return labels
+
+
+def _node_health(facts):
+    """The verdict of the node: the facts' own, but never "ok" while NVML or the driver does not answer."""
+    verdict = (facts.get("health") or {}).get("status") or "unknown"
+    if verdict not in HEALTH_VALUES:
+        verdict = "unknown"
+    answered = facts.get("nvml_available") and facts.get("driver_loaded")
+    if not answered and HEALTH_VALUES[verdict] < HEALTH_VALUES["critical"]:
+        verdict = "unknown"
+    return verdict
+
+
+def exposition(facts, hostname):
+    """Every series for one node's facts (gpu_facts' ansible_facts.nvidia, with health); returns the text."""
+    out = Exposition()
+    node = [("Hostname", hostname)]
+    answered = bool(facts.get("nvml_available") and facts.get("driver_loaded"))
+    out.add("accelops_gpu_nvml_up", "gauge", "Whether NVML and the NVIDIA driver answered (1) or not (0).", node,
+            answered)
+    if not answered:
+        out.add("accelops_gpu_nvml_down_info", "gauge", "Why NVML or the driver did not answer.",
+                [*node, ("reason", facts.get("reason") or "unknown")], 1)
+    if facts.get("driver_version"):
+        out.add("accelops_gpu_driver_info", "gauge", "The NVIDIA driver's versions (always 1).",
+                [*node, ("driver_version", facts.get("driver_version")),
+                 ("cuda_driver_version", facts.get("cuda_driver_version") or ""),
+                 ("nvml_version", facts.get("nvml_version") or "")], 1)
+    verdict = _node_health(facts)
+    out.add("accelops_gpu_health_status", "gauge",
+            "The node's GPU health verdict: 0 ok, 1 warning, 2 critical, 3 unknown (NVML did not answer).",
+            node, HEALTH_VALUES[verdict])
+    out.declare("accelops_gpu_health_finding", "gauge", "One finding of the health verdict (always 1).")
+    for item in (facts.get("health") or {}).get("findings") or []:
+        out.add("accelops_gpu_health_finding", "gauge", "", [
+            *node, ("gpu", "" if item.get("gpu") is None else item.get("gpu")), ("code", item.get("code") or ""),
+            ("severity", item.get("severity") or ""), ("message", item.get("message") or "")], 1)
+    out.add("accelops_gpu_nvml_errors", "gauge", "NVML calls that failed in this read, for the node as a whole.",
+            node, len(facts.get("errors") or []))
+    if not answered:
+        return out.text()
+    out.add("accelops_gpu_count", "gauge", "GPUs that NVML lists.", node, facts.get("gpu_count"))
+    for name, kind, text, _read in GPU_FAMILIES:
+        out.declare(name, kind, text)
+    for gpu in facts.get("gpus") or []:
+        _gpu_series(out, gpu, hostname, facts.get("driver_version"))
+    return out.text()
+
+
+def _gpu_series(out, gpu, hostname, driver_version):
+    labels = gpu_labels(gpu, hostname, driver_version)
+    out.add("accelops_gpu_lost", "gauge", "Whether the GPU fell off the bus or stopped answering (1) or not (0).",
+            labels, bool(gpu.get("lost")))
+    out.add("accelops_gpu_nvml_gpu_errors", "gauge", "NVML calls about this GPU that failed in this read.", labels,
+            len(gpu.get("errors") or []) + (1 if gpu.get("error") else 0))
+    if gpu.get("lost"):
+        return
+    for name, kind, text, read in GPU_FAMILIES:
+        value = read(gpu)
+        if isinstance(value, (int, float)):
+            out.add(name, kind, text, labels, value)
+    for reason in gpu.get("clocks_event_reasons") or []:
+        out.add("accelops_gpu_clocks_event_reason", "gauge",
+                "A reason the clocks are held back now (always 1; gpu_idle when idle).", [*labels, ("reason", reason)],
+                1)
+    links = gpu.get("nvlinks")
+    if isinstance(links, list):
+        for link in links:
+            out.add("accelops_gpu_nvlink_up", "gauge", "Whether the NVLink is active (1) or not (0).",
+                    [*labels, ("link", link.get("index"))], bool(link.get("active")))
+    processes = gpu.get("processes")
+    if isinstance(processes, list):
+        out.add("accelops_gpu_compute_processes", "gauge", "Compute processes on the GPU.", labels, len(processes))
+    for mig in gpu.get("mig_devices") or []:
+        mig_labels = [*labels, ("GPU_I_PROFILE", mig.get("profile") or ""), ("GPU_I_ID", mig.get("gpu_instance_id")),
+                      ("mig_uuid", mig.get("uuid") or "")]
+        total, used = mig.get("memory_total_mib"), mig.get("memory_used_mib")
+        out.add("DCGM_FI_DEV_FB_TOTAL", "gauge", "", mig_labels, total)
+        out.add("DCGM_FI_DEV_FB_USED", "gauge", "", mig_labels, used)
+        if isinstance(total, int) and isinstance(used, int):
+            out.add("DCGM_FI_DEV_FB_FREE", "gauge", "", mig_labels, total - used)
