@@ -35,11 +35,14 @@ SLURMD_C = re.compile(r"\ANodeName=(?P<name>\S+) CPUs=(?P<cpus>[0-9]+) Boards=(?
                       r"SocketsPerBoard=(?P<sockets_per_board>[0-9]+) CoresPerSocket=(?P<cores_per_socket>[0-9]+) "
                       r"ThreadsPerCore=(?P<threads_per_core>[0-9]+) RealMemory=(?P<real_memory>[0-9]+)"
                       r"(?: Gres=(?P<gres>\S+))?\Z")
-# _log_gres_slurmd_conf's four formats with DebugFlags=Gres and the one without, after a log prefix such as
-# "slurmd: " or "[2025-01-01T00:00:00.000] ". Slurm 22.05 (Debian 12) prints them without Flags= (on stderr).
-SLURMD_G = re.compile(r"\A(?:.*?[:\]] )?Gres Name=(?P<name>\S+) Type=(?P<type>\S+) Count=(?P<count>[0-9]+)"
+# _log_gres_slurmd_conf's four formats with DebugFlags=Gres and the one without, after slurmd's own log prefix
+# ("slurmd: ", "slurmd-<node>: ", "[2025-01-01T00:00:00.000] "), not after any other text (an error that quotes a
+# line is not a GPU). Slurm 22.05 (Debian 12) prints them on stderr without Flags=, and a device without links ends in
+# "(null)" where Links= would be.
+SLURMD_G = re.compile(r"\A(?:\[[^\]\s]+\] )?(?:slurmd(?:-\S+)?: )?"
+                      r"Gres Name=(?P<name>\S+) Type=(?P<type>\S+) Count=(?P<count>[0-9]+)"
                       r"(?: Index=(?P<index>-?[0-9]+))?(?: ID=[0-9]+)?(?: File=(?P<file>\S+))?"
-                      r"(?: Cores=(?P<cores>\S*) CoreCnt=[0-9]+)?(?: Links=(?P<links>\S*))?"
+                      r"(?: Cores=(?P<cores>\S*) CoreCnt=[0-9]+)?(?: (?:Links=(?P<links>\S*)|\(null\)))?"
                       r"(?: Flags=(?P<flags>\S*))?\Z")
 # The NVML calls whose failure changes what slurmd would detect; other errors (a temperature) do not matter here.
 SLURM_CALLS = ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo", "nvmlDeviceGetMinorNumber",

@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -97,7 +98,7 @@ def start(names):
 def upgrade(inv, limit, batch, log):
     start_time = time.perf_counter()
     run(["ansible-playbook", "-i", str(inv), "--limit", limit, "-e",
-         "nvidia_driver_version=%s upgrade_driver_batch=%s" % (NEW, batch),
+         json.dumps({"nvidia_driver_version": NEW, "upgrade_driver_batch": batch}),
          str(ROOT / "playbooks" / "upgrade_driver.yml")], log=log)
     return round(time.perf_counter() - start_time, 1)
 
@@ -122,6 +123,9 @@ def main():
     args = parser.parse_args()
     if not 2 <= args.nodes <= 16:
         raise SystemExit("--nodes must be from 2 to 16")
+    # The playbook's own pattern for upgrade_driver_batch, checked before the cluster is set up.
+    if not re.fullmatch(r"[1-9][0-9]{0,4}|([1-9][0-9]?|100)%", args.batch):
+        raise SystemExit("--batch must be a node count or a percentage from 1%% to 100%%, got %r" % args.batch)
     names = [PREFIX + "ctl"] + [PREFIX + "gpu%d" % i for i in range(args.nodes + 1)]
     ctl, one, rest = names[0], names[1], names[2:]
     WORK.mkdir(parents=True, exist_ok=True)
@@ -149,7 +153,8 @@ def main():
     finally:
         if not args.keep:
             subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
-    per_batch = (math.ceil(len(rest) * int(args.batch[:-1]) / 100) if args.batch.endswith("%") else int(args.batch))
+    # As Ansible sizes a batch from a percentage: rounded down, at least one node.
+    per_batch = (max(1, int(len(rest) * int(args.batch[:-1]) / 100)) if args.batch.endswith("%") else int(args.batch))
     results = {"nodes": len(rest), "batch": args.batch, "batches": math.ceil(len(rest) / max(per_batch, 1)),
                "setup_s": setup_s, "one_node_s": single, "n_nodes_s": batched,
                "ratio": round(batched / single, 2)}

@@ -60,6 +60,8 @@ def main():
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--node", default="accelops-demo-dgx-h100")
     args = parser.parse_args()
+    if args.runs < 1:
+        raise SystemExit("--runs must be at least 1")
     out = subprocess.run(["docker", "exec", "-i", args.node, "python3", "-", json.dumps(jobs()), str(args.runs)],
                          input=ON_NODE, capture_output=True, text=True, check=False)
     if out.returncode != 0:

@@ -15,6 +15,8 @@ import stat
 import sys
 
 GPU_INSTANCES = 15
+# The driver's table has room for 32 GPUs (it lists them all; this lists the fixture's).
+MAX_GPUS = 32
 COMPUTE_INSTANCES = 8
 # nvidia-caps gets its major number at load time; any free one does for slurmd, which checks that the file is there.
 CAPS_MAJOR = 236
@@ -43,6 +45,9 @@ def read(path):
 
 def main(fixture, procroot, devdir="/dev"):
     minors, migs = read(fixture)
+    if any(not 0 <= minor < MAX_GPUS for minor in minors.values()):
+        sys.exit("mkcaps.py: the driver numbers capabilities for GPU minors 0 to %d, the fixture has %s"
+                 % (MAX_GPUS - 1, sorted(minors.values())))
     lines = ["config 1", "monitor 2"]
     for gpu in sorted(minors.values()):
         for gi in range(GPU_INSTANCES):

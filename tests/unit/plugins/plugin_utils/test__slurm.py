@@ -470,12 +470,16 @@ slurmd: error: Gres Name is not a line of ours
 """
 
 
-# Slurm 22.05 (Debian 12), as slurmd -G printed it on the simulated DGX H100 (on stderr): no Flags=.
+# Slurm 22.05 (Debian 12): the first line as slurmd -G printed it on the simulated DGX H100 (on stderr), no Flags=;
+# the others in 22.05's formats for a device without links ("%s" of a NULL links string: "(null)").
 SLURMD_G_2205 = """\
 slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=1 Index=0 ID=7696487 File=/dev/nvidia0 Links=-1,0,0,0,0,0,0,0
 slurmd: Gres Name=gpu Type=nvidia_h100_80gb_hbm3 Count=1 Index=1 ID=7696487 File=/dev/nvidia1 Cores=0-55 CoreCnt=224 \
 Links=0,-1,0,0,0,0,0,0
-slurmd: Gres Name=gpu Type=nvidia_l40s Count=2 ID=7696487
+slurmd: Gres Name=gpu Type=nvidia_a100_1g.10gb Count=1 Index=30 ID=7696487 File=/dev/nvidia0,\
+/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap30 Cores=0-63 CoreCnt=256 (null)
+slurmd-dgx01: Gres Name=gpu Type=nvidia_l40s Count=2 ID=7696487 (null)
+slurmd: error: gres.conf rejected: Gres Name=gpu Type=nvidia_l40s Count=8 ID=7696487 (null)
 """
 
 
@@ -485,6 +489,8 @@ def test_parse_slurmd_gres_reads_slurm_22_05():
          "flags": []},
         {"name": "gpu", "type": H100, "count": 1, "index": 1, "file": "/dev/nvidia1", "cores": "0-55",
          "links": "0,-1,0,0,0,0,0,0", "flags": []},
+        {"name": "gpu", "type": "nvidia_a100_1g.10gb", "count": 1, "index": 30, "cores": "0-63",
+         "file": "/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap30", "flags": []},
         {"name": "gpu", "type": "nvidia_l40s", "count": 2, "flags": []},
     ]
 

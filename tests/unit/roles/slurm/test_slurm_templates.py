@@ -166,8 +166,10 @@ def test_package_lists_are_read_again_when_apt_lacks_a_package(stdout, valid):
 
 
 @pytest.mark.parametrize("root, ok", [
-    (None, True), ("/proc", True), ("/etc/accelops-sim/proc", True),
-    ("proc", False), ("", False), ("/proc\n", False), ("/pr\x00oc", False),
+    (None, True), ("/proc", True), ("/etc/accelops-sim/proc", True), ("/srv/node-1.sim/proc/", True),
+    ("proc", False), ("", False), ("/", False), ("/proc\n", False), ("/pr\x00oc", False), ("/proc ", False),
+    ("/my proc", False), ("/a/../../etc", False), ("/a/./b", False), ("/..", False), (7, False), (["/proc"], False),
+    ("{{ lookup('pipe', 'id') }}", False),
 ])
 def test_procfs_root_check(root, ok):
     task = preflight_task("slurm", "Check where the driver's MIG capabilities are read")
