@@ -11,7 +11,7 @@ reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporte
 "unknown", not as a crash or an empty page.
 
 Usage (on the node, with pynvml importable): python -m ...module_utils._exporter [--listen HOST:PORT | --textfile
-PATH] [--hostname NAME] [--sysfs-root DIR]
+PATH [--interval SECONDS]] [--hostname NAME] [--sysfs-root DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import argparse
 import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 
@@ -68,29 +69,74 @@ def write_textfile(path, text):
     if not path.endswith(".prom"):
         raise ValueError("the textfile must end in .prom (node_exporter reads only those), got %r" % path)
     directory = os.path.dirname(os.path.abspath(path))
-    temporary = os.path.join(directory, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    # A new file of its own (O_EXCL): never one that another process or a link left under the same name.
+    descriptor, temporary = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
     try:
-        with open(temporary, "w", encoding="utf-8") as handle:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, rounds=None):
+    """Write a reading to path once (interval 0; 1 when it fails), or every interval seconds for ever (or for
+    rounds): a write that fails is said on stderr and tried again at the next round, as a service should."""
+    done = 0
+    while True:
+        start = time.monotonic()
+        try:
+            write_textfile(path, scrape(hostname, sysfs_root, lib))
+        except (OSError, ValueError) as exc:
+            sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
+            if not interval:
+                return 1
+        done += 1
+        if not interval or (rounds is not None and done >= rounds):
+            return 0
+        time.sleep(max(0.0, interval - (time.monotonic() - start)))
 
 
 def parse_listen(value):
-    """HOST:PORT, [IPv6]:PORT or :PORT (every address) as (host, port)."""
+    """HOST:PORT, [IPv6]:PORT or :PORT (every address, IPv6 and IPv4) as (host, port); host "" for every address."""
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not sep or not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
         raise ValueError("--listen must be HOST:PORT, [IPv6]:PORT or :PORT with a port from 1 to 65535, got %r" % value)
-    if host.startswith("[") and host.endswith("]"):
+    if host.startswith("[") or host.endswith("]"):
+        if not (host.startswith("[") and host.endswith("]")) or len(host) < 3:
+            raise ValueError("--listen: an IPv6 address goes in brackets, [ADDRESS]:PORT, got %r" % value)
         host = host[1:-1]
-    if any(c.isspace() for c in host):
-        raise ValueError("--listen: the host must not hold white space, got %r" % value)
+    elif ":" in host:
+        raise ValueError("--listen: an IPv6 address goes in brackets, [ADDRESS]:PORT, got %r" % value)
+    if not host.isascii() or any(c.isspace() or c in "[]/" or ord(c) < 32 for c in host):
+        raise ValueError("--listen: the host must be an address or a host name, got %r" % value)
     return host, int(port)
+
+
+def _bind_family(host, port):
+    """The address family and address to bind: every address on both IPv6 and IPv4 for "" (IPv4 alone where the
+    host has no IPv6), else what the name or address resolves to first."""
+    if not host:
+        return (socket.AF_INET6, "::") if socket.has_ipv6 and _ipv6_works() else (socket.AF_INET, "0.0.0.0")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise OSError("cannot resolve %s: %s" % (host, exc.strerror)) from None
+    family, _type, _proto, _name, address = infos[0]
+    return family, address[0]
+
+
+def _ipv6_works():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::", 0))
+        return True
+    except OSError:
+        return False
 
 
 def make_server(host, port, hostname, sysfs_root="/sys", lib=None):
@@ -102,53 +148,70 @@ def make_server(host, port, hostname, sysfs_root="/sys", lib=None):
     class Handler(BaseHTTPRequestHandler):
         server_version = "accelops-gpu-exporter"
 
-        def do_GET(self):  # the name http.server calls
+        def do_GET(self, head=False):  # the name http.server calls
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 with lock:
-                    body = scrape(hostname, sysfs_root, lib).encode("utf-8")
-                self._reply(200, CONTENT_TYPE, body)
+                    body = scrape(hostname, sysfs_root, lib).encode("utf-8", errors="replace")
+                self._reply(200, CONTENT_TYPE, body, head)
             elif path == "/":
-                self._reply(200, "text/plain; charset=utf-8", b"accelops.gpu GPU exporter: /metrics\n")
+                self._reply(200, "text/plain; charset=utf-8", b"accelops.gpu GPU exporter: /metrics\n", head)
             else:
-                self._reply(404, "text/plain; charset=utf-8", b"not found: only /metrics\n")
+                self._reply(404, "text/plain; charset=utf-8", b"not found: only /metrics\n", head)
 
-        def _reply(self, code, content_type, body):
+        def do_HEAD(self):  # the name http.server calls
+            self.do_GET(head=True)
+
+        def _reply(self, code, content_type, body, head):
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            if not head:
+                self.wfile.write(body)
 
         def log_message(self, *args):  # a scrape every few seconds is not news
             pass
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    family, address = _bind_family(host, port)
 
     class Server(ThreadingHTTPServer):
         address_family = family
         daemon_threads = True
 
-    return Server((host, port), Handler)
+        def server_bind(self):
+            if family == socket.AF_INET6 and not host:
+                # Every address: IPv4 too, as IPv4-mapped addresses, whatever the system's bindv6only says.
+                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            super().server_bind()
+
+    return Server((address, port), Handler)
+
+
+def _utf8(value):
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the locale could not decode (surrogates)
+        return False
+    return True
 
 
 def main(argv=None, lib=None):
     parser = argparse.ArgumentParser(prog="accelops-gpu-exporter", description=__doc__.partition("\n\n")[0])
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--listen", default=DEFAULT_LISTEN, help="HOST:PORT to serve /metrics on (default :9400)")
-    target.add_argument("--textfile", help="write one reading to this .prom file and exit")
+    target.add_argument("--textfile", help="write one reading to this .prom file and exit (see --interval)")
+    parser.add_argument("--interval", type=float, default=0, metavar="SECONDS",
+                        help="with --textfile: write a new reading every SECONDS (1 to 3600) until stopped")
     parser.add_argument("--hostname", default=socket.gethostname(), help="the Hostname label (default: this host)")
     parser.add_argument("--sysfs-root", default="/sys")
     args = parser.parse_args(argv)
-    if any(c in args.hostname for c in "\n\0") or not args.hostname:
-        parser.error("--hostname must be one line of text")
+    if not args.hostname or any(c in args.hostname for c in "\n\r\0") or not _utf8(args.hostname):
+        parser.error("--hostname must be one line of UTF-8 text")
+    if args.interval and not (args.textfile and 1 <= args.interval <= 3600):
+        parser.error("--interval goes with --textfile and is from 1 to 3600 seconds")
     if args.textfile:
-        try:
-            write_textfile(args.textfile, scrape(args.hostname, args.sysfs_root, lib))
-        except (OSError, ValueError) as exc:
-            sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
-            return 1
-        return 0
+        return textfile_loop(args.textfile, args.hostname, args.sysfs_root, lib, interval=args.interval)
     try:
         host, port = parse_listen(args.listen)
         server = make_server(host, port, args.hostname, args.sysfs_root, lib)

@@ -23,7 +23,11 @@ def _gpu_findings(gpu, fabric):
         return
     if gpu.get("error"):
         yield finding(idx, "gpu_unreadable", "critical", "%s cannot be read through NVML: %s" % (label, gpu["error"]))
-    if gpu.get("errors"):
+    if gpu.get("errors") and "uuid" in gpu and gpu.get("uuid") is None and gpu.get("name") is None:
+        # NVML gave a handle but not even the GPU's name or UUID: nothing read about it can be trusted.
+        yield finding(idx, "gpu_unreadable", "critical", "%s gives a handle but not its name or UUID: NVML failed "
+                      "to answer %s" % (label, "; ".join(gpu["errors"])))
+    elif gpu.get("errors"):
         yield finding(idx, "nvml_error", "warning", "%s: NVML failed to answer %s" % (label, "; ".join(gpu["errors"])))
     volatile = ((gpu.get("ecc_errors") or {}).get("volatile") or {}).get("uncorrected")
     if volatile:

@@ -122,14 +122,21 @@ class Exposition:
         self._families = {}
 
     def add(self, name, kind, text, labels, value):
-        if value is None:
+        """One sample. A value that is not a number (None where NVML gave nothing, or a reading of the wrong kind) is
+        left out, and so is a second sample with the same labels: Prometheus refuses a whole scrape that holds the
+        same series twice."""
+        if not isinstance(value, (bool, int, float)):
             return
-        family = self._families.setdefault(name, {"type": kind, "help": text, "samples": []})
+        family = self.declare(name, kind, text)
+        key = tuple((key, str(val)) for key, val in labels)
+        if key in family["seen"]:
+            return
+        family["seen"].add(key)
         family["samples"].append((labels, _number(value)))
 
     def declare(self, name, kind, text):
         """A family with no samples yet still says what it is (a scrape of a node without GPUs shows the names)."""
-        self._families.setdefault(name, {"type": kind, "help": text, "samples": []})
+        return self._families.setdefault(name, {"type": kind, "help": text, "samples": [], "seen": set()})
 
     def text(self):
         lines = []
@@ -154,6 +161,15 @@ def gpu_labels(gpu, hostname, driver_version=None):
     if driver_version:
         labels.append(("DCGM_FI_DRIVER_VERSION", driver_version))
     return labels
+
+
+def _list(value):
+    return value if isinstance(value, list) else []
+
+
+def _dicts(value):
+    """The dicts of a list in the facts; anything else (a reading of the wrong kind) is left out, not a crash."""
+    return [item for item in _list(value) if isinstance(item, dict)]
 
 
 def _node_health(facts):
@@ -187,18 +203,18 @@ def exposition(facts, hostname):
             "The node's GPU health verdict: 0 ok, 1 warning, 2 critical, 3 unknown (NVML did not answer).",
             node, HEALTH_VALUES[verdict])
     out.declare("accelops_gpu_health_finding", "gauge", "One finding of the health verdict (always 1).")
-    for item in (facts.get("health") or {}).get("findings") or []:
+    for item in _dicts((facts.get("health") or {}).get("findings")):
         out.add("accelops_gpu_health_finding", "gauge", "", [
             *node, ("gpu", "" if item.get("gpu") is None else item.get("gpu")), ("code", item.get("code") or ""),
             ("severity", item.get("severity") or ""), ("message", item.get("message") or "")], 1)
     out.add("accelops_gpu_nvml_errors", "gauge", "NVML calls that failed in this read, for the node as a whole.",
-            node, len(facts.get("errors") or []))
+            node, len(_list(facts.get("errors"))))
     if not answered:
         return out.text()
     out.add("accelops_gpu_count", "gauge", "GPUs that NVML lists.", node, facts.get("gpu_count"))
     for name, kind, text, _read in GPU_FAMILIES:
         out.declare(name, kind, text)
-    for gpu in facts.get("gpus") or []:
+    for gpu in _dicts(facts.get("gpus")):
         _gpu_series(out, gpu, hostname, facts.get("driver_version"))
     return out.text()
 
@@ -208,26 +224,22 @@ def _gpu_series(out, gpu, hostname, driver_version):
     out.add("accelops_gpu_lost", "gauge", "Whether the GPU fell off the bus or stopped answering (1) or not (0).",
             labels, bool(gpu.get("lost")))
     out.add("accelops_gpu_nvml_gpu_errors", "gauge", "NVML calls about this GPU that failed in this read.", labels,
-            len(gpu.get("errors") or []) + (1 if gpu.get("error") else 0))
+            len(_list(gpu.get("errors"))) + (1 if gpu.get("error") else 0))
     if gpu.get("lost"):
         return
     for name, kind, text, read in GPU_FAMILIES:
-        value = read(gpu)
-        if isinstance(value, (int, float)):
-            out.add(name, kind, text, labels, value)
-    for reason in gpu.get("clocks_event_reasons") or []:
+        out.add(name, kind, text, labels, read(gpu))
+    for reason in _list(gpu.get("clocks_event_reasons")):
         out.add("accelops_gpu_clocks_event_reason", "gauge",
                 "A reason the clocks are held back now (always 1; gpu_idle when idle).", [*labels, ("reason", reason)],
                 1)
-    links = gpu.get("nvlinks")
-    if isinstance(links, list):
-        for link in links:
-            out.add("accelops_gpu_nvlink_up", "gauge", "Whether the NVLink is active (1) or not (0).",
-                    [*labels, ("link", link.get("index"))], bool(link.get("active")))
+    for link in _dicts(gpu.get("nvlinks")):
+        out.add("accelops_gpu_nvlink_up", "gauge", "Whether the NVLink is active (1) or not (0).",
+                [*labels, ("link", link.get("index"))], bool(link.get("active")))
     processes = gpu.get("processes")
     if isinstance(processes, list):
         out.add("accelops_gpu_compute_processes", "gauge", "Compute processes on the GPU.", labels, len(processes))
-    for mig in gpu.get("mig_devices") or []:
+    for mig in _dicts(gpu.get("mig_devices")):
         mig_labels = [*labels, ("GPU_I_PROFILE", mig.get("profile") or ""), ("GPU_I_ID", mig.get("gpu_instance_id")),
                       ("mig_uuid", mig.get("uuid") or "")]
         total, used = mig.get("memory_total_mib"), mig.get("memory_used_mib")

@@ -4,6 +4,7 @@ served over HTTP on a loopback port and written as a node_exporter textfile; fai
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import threading
 import urllib.error
@@ -101,6 +102,10 @@ def test_served_over_http(server):
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(server + "/other", timeout=30)
     assert missing.value.code == 404
+    # HEAD: the headers of a GET, no body (a load balancer's or an operator's check).
+    with urllib.request.urlopen(urllib.request.Request(server + "/metrics", method="HEAD"), timeout=30) as reply:
+        assert reply.status == 200 and int(reply.headers["Content-Length"]) > 1000
+        assert reply.read() == b""
 
 
 def test_textfile_is_written_whole(nvml_fixture, tmp_path):
@@ -123,6 +128,24 @@ def test_textfile_refusals(nvml_fixture, tmp_path, capsys):
     assert _exporter.main(["--textfile", str(tmp_path / "missing" / "gpu.prom")]) == 1
     assert "No such file or directory" in capsys.readouterr().err
     assert os.listdir(tmp_path / "textfiles") == []
+    # The target is a directory: refused, and the temporary file of its own removed; nothing else touched.
+    (tmp_path / "textfiles" / "gpu.prom").mkdir()
+    assert _exporter.main(["--textfile", str(tmp_path / "textfiles" / "gpu.prom")]) == 1
+    assert "accelops-gpu-exporter: " in capsys.readouterr().err
+    assert os.listdir(tmp_path / "textfiles") == ["gpu.prom"]
+
+
+def test_textfile_never_writes_through_a_planted_name(nvml_fixture, tmp_path):
+    """A link planted where a predictable temporary name would be is not followed: the temporary file is new."""
+    nvml_fixture("dgx-h100")
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (tmp_path / "textfiles").mkdir()
+    for pid in range(os.getpid() - 2, os.getpid() + 3):
+        os.symlink(victim, tmp_path / "textfiles" / (".gpu.prom.%d.tmp" % pid))
+    assert _exporter.main(["--textfile", str(tmp_path / "textfiles" / "gpu.prom"), "--hostname", "n"]) == 0
+    assert victim.read_text() == "keep\n"
+    assert value(parse((tmp_path / "textfiles" / "gpu.prom").read_text()), "accelops_gpu_count") == 8
 
 
 @pytest.mark.parametrize("listen, parsed", [
@@ -133,7 +156,10 @@ def test_listen(listen, parsed):
     assert _exporter.parse_listen(listen) == parsed
 
 
-@pytest.mark.parametrize("listen", ["9400", ":0", ":65536", "host:", "host:port", "a b:9400", ":-1"])
+@pytest.mark.parametrize("listen", [
+    "9400", ":0", ":65536", "host:", "host:port", "a b:9400", ":-1", ":\u0669\u0664\u0660\u0660", "[::1:9400",
+    "::1:9400", "[]:9400", "h\u00f6st:9400", "a/b:9400",
+])
 def test_listen_refused(listen):
     with pytest.raises(ValueError, match=r"^--listen"):
         _exporter.parse_listen(listen)
@@ -144,7 +170,53 @@ def test_main_says_why_it_cannot_listen(capsys):
     assert capsys.readouterr().err.startswith("accelops-gpu-exporter: cannot listen on host:port: --listen must be")
 
 
-def test_hostname_must_be_one_line():
+@pytest.mark.parametrize("hostname", ["a\nb", "", "a\rb", "node\udcff"])
+def test_hostname_must_be_one_line_of_utf8(hostname, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        _exporter.main(["--textfile", "x.prom", "--hostname", "a\nb"])
+        _exporter.main(["--textfile", "x.prom", "--hostname", hostname])
     assert exit_info.value.code == 2
+    assert "--hostname must be one line of UTF-8 text" in capsys.readouterr().err
+
+
+def test_every_address_is_ipv6_and_ipv4(nvml_fixture):
+    """:PORT listens on every address of both families where the host has IPv6 (IPv4-mapped), else on IPv4's."""
+    nvml_fixture("dgx-h100")
+    httpd = _exporter.make_server("", 0, "node1")
+    try:
+        port = httpd.server_address[1]
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        with urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=30) as reply:
+            assert reply.status == 200
+        if httpd.address_family == socket.AF_INET6:
+            with urllib.request.urlopen("http://[::1]:%d/" % port, timeout=30) as reply:
+                assert reply.status == 200
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_an_unknown_host_is_a_clear_refusal(capsys):
+    assert _exporter.main(["--listen", "no-such-host.invalid:9400"]) == 1
+    assert "cannot listen on no-such-host.invalid:9400: cannot resolve no-such-host.invalid" in capsys.readouterr().err
+
+
+def test_textfile_every_interval_keeps_going_after_a_failed_write(nvml_fixture, tmp_path, monkeypatch, capsys):
+    """As a service: a write that fails (the directory gone for a while) is said and tried again next round."""
+    nvml_fixture("dgx-h100")
+    monkeypatch.setattr(_exporter.time, "sleep", lambda seconds: None)
+    target = tmp_path / "textfiles" / "gpu.prom"
+    assert _exporter.textfile_loop(str(target), "n", interval=5, rounds=2) == 0
+    assert "No such file or directory" in capsys.readouterr().err
+    (tmp_path / "textfiles").mkdir()
+    assert _exporter.textfile_loop(str(target), "n", interval=5, rounds=1) == 0
+    assert value(parse(target.read_text()), "accelops_gpu_count") == 8
+
+
+@pytest.mark.parametrize("argv", [["--interval", "5"], ["--textfile", "x.prom", "--interval", "0.5"],
+                                  ["--textfile", "x.prom", "--interval", "7200"]])
+def test_interval_refusals(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _exporter.main(argv)
+    assert exit_info.value.code == 2
+    assert "--interval goes with --textfile and is from 1 to 3600 seconds" in capsys.readouterr().err

@@ -101,6 +101,19 @@ def test_nvml_errors_are_never_good_news():
     assert system["status"] == "warning" and system["findings"][0]["code"] == "nvml_error"
 
 
+def test_a_gpu_whose_every_read_failed_is_unreadable_not_a_warning():
+    """A handle, and then nothing: not even the name or UUID came back, so nothing else about the GPU counts."""
+    errors = ["nvmlDeviceGetName: Unknown Error (NVML error 999)", "nvmlDeviceGetUUID: Unknown Error (NVML error 999)"]
+    mute = {"index": 0, "lost": False, "uuid": None, "name": None, "errors": errors}
+    result = _health.assess_node({"driver_loaded": True, "gpu_count": 1, "gpus": [mute]})
+    assert result["status"] == "critical"
+    assert [(f["code"], f["severity"]) for f in result["findings"]] == [("gpu_unreadable", "critical")]
+    assert "not its name or UUID" in result["findings"][0]["message"] and errors[1] in result["findings"][0]["message"]
+    # Its name read, the rest failing: a warning, as before.
+    named = dict(mute, name="NVIDIA H100 80GB HBM3", errors=errors[1:])
+    assert _health.assess_node({"driver_loaded": True, "gpu_count": 1, "gpus": [named]})["status"] == "warning"
+
+
 @pytest.mark.parametrize("loaded, severity", [(False, "critical"), (True, "warning")])
 def test_an_unreadable_pci_bus_is_its_own_finding(loaded, severity):
     """Not "NVML failed": the PCI bus could not be listed; without NVML nobody can tell whether GPUs lack a driver."""

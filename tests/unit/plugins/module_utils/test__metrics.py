@@ -148,5 +148,32 @@ def test_values_must_be_numbers():
     out.add("a", "gauge", "h", [], float("nan"))
     out.add("b", "gauge", "h", [], 2.5)
     assert out.text() == "# HELP a h\n# TYPE a gauge\na NaN\n# HELP b h\n# TYPE b gauge\nb 2.5\n"
-    with pytest.raises(TypeError, match="must be a number"):
-        out.add("c", "gauge", "h", [], "12")
+    # A reading of the wrong kind is left out, not a crash of the whole scrape.
+    for wrong in ("12", [1], {"a": 1}, object()):
+        out.add("c", "gauge", "h", [], wrong)
+    assert "c" not in parse(out.text())
+
+
+def test_a_series_is_never_written_twice():
+    """Prometheus refuses the whole scrape when one series comes twice: the second sample is left out."""
+    out = Exposition()
+    out.add("a", "gauge", "h", [("gpu", 0)], 1)
+    out.add("a", "gauge", "h", [("gpu", "0")], 2)
+    out.add("a", "gauge", "h", [("gpu", 1)], 3)
+    assert out.text() == '# HELP a h\n# TYPE a gauge\na{gpu="0"} 1\na{gpu="1"} 3\n'
+
+
+@pytest.mark.parametrize("broken", [
+    {"gpus": [None, "x", 3]},
+    {"gpus": "eight"},
+    {"gpus": [{"index": 0, "uuid": "GPU-1", "nvlinks": [None, {"index": 1, "active": True}], "mig_devices": ["x"],
+               "clocks_event_reasons": "gpu_idle", "errors": 5, "temperature_c": "hot", "ecc_errors": [1]}]},
+    {"health": {"status": "ok", "findings": [None, "x"]}, "errors": 7},
+])
+def test_facts_of_the_wrong_shape_are_left_out_not_a_failed_scrape(broken):
+    facts = {"nvml_available": True, "driver_loaded": True, "gpu_count": 1, "gpus": [],
+             "health": {"status": "ok", "findings": []}}
+    facts.update(broken)
+    families = parse(exposition(facts, "node1"))
+    assert value(families, "accelops_gpu_nvml_up") == 1
+    assert "DCGM_FI_DEV_GPU_TEMP" in families
