@@ -7,6 +7,7 @@ VENV ?= .venv
 BIN := $(CURDIR)/$(VENV)/bin
 BUILD := $(CURDIR)/build
 FAKENVML := $(BUILD)/fakenvml/libnvidia-ml.so.1
+PROMTOOL := $(BUILD)/prometheus/usr/bin/promtool
 # Keep every ansible cache inside the checkout; molecule's plays take the collection from the checkout itself.
 export ANSIBLE_HOME := $(CURDIR)/.ansible
 export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
@@ -48,8 +49,17 @@ lint: venv $(LINKED)
 sanity: venv
 	tests/sanity.sh
 
-units: venv $(FAKENVML) browser
+units: venv $(FAKENVML) browser $(PROMTOOL)
 	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest
+
+# Prometheus' promtool from the distribution's package, unpacked under build/ (not installed: no server starts on
+# this machine), for the alert rules' tests (tests/unit/roles/gpu_monitoring/test_rules.py).
+$(PROMTOOL):
+	rm -rf $(BUILD)/prometheus && mkdir -p $(BUILD)/prometheus/deb
+	cd $(BUILD)/prometheus/deb && { apt-get download -q prometheus 2>/dev/null || { apt-get update -q && apt-get download -q prometheus; }; }
+	dpkg-deb -x $(BUILD)/prometheus/deb/prometheus_*.deb $(BUILD)/prometheus
+	rm -rf $(BUILD)/prometheus/deb
+	$@ --version
 
 # A real browser for the fleet report's test (tests/playbooks/test_report_playbook.py): Chromium from the distribution, and
 # pdftotext to read what it rendered.

@@ -25,6 +25,12 @@ UNIT_NAME = re.compile(r"\A[A-Za-z0-9:_.@\\-]{1,255}\Z")
 # A package index or wheel location, given to pip on its command line: a URL or an absolute path, no white space
 # (which would start another pip option, such as --trusted-host).
 PIP_LOCATION = re.compile(r"\A(?:https?://|file://|/)[!-~]{1,2048}\Z")
+# An address to listen on, for a service's command line: HOST:PORT, [IPv6]:PORT or :PORT (every address).
+LISTEN = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])?:([0-9]{1,5})\Z")
+HOST_NAME = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?\Z")
+# An absolute path without "." or ".." parts, for a systemd unit's command line and ReadWritePaths=.
+ABSOLUTE_PATH = re.compile(r"\A(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._+-]{1,255}){1,32}\Z")
+SYSTEM_USER = re.compile(r"\A[a-z_][a-z0-9_-]{0,31}\Z")
 
 ALLOWED = {
     "module": "a kernel module name (letters, digits, _ and -)",
@@ -37,6 +43,10 @@ ALLOWED = {
     "nccl_value": "printable ASCII without spaces",
     "unit": "a systemd unit name (letters, digits and : _ . @ \\ -)",
     "pip": "an https://, http:// or file:// URL or an absolute path, without spaces",
+    "listen": "HOST:PORT, [IPv6 address]:PORT or :PORT (every address), the port from 1 to 65535",
+    "host_name": "a host name (letters, digits and . _ -)",
+    "path": "an absolute path of letters, digits and . _ + - without . or .. parts",
+    "user": "a system user name (lower-case letters, digits, _ and -, at most 32)",
 }
 
 
@@ -107,6 +117,24 @@ def _pip_locations(problems, name, value):
         _check(problems, "%s[%d]" % (name, n), item, PIP_LOCATION, "pip")
 
 
+def _refuse(problems, name, value, allowed):
+    problems.append("%s: %s is not allowed here; give %s" % (name, shown(value), ALLOWED[allowed]))
+
+
+def _listen(problems, name, value):
+    match = LISTEN.match(value) if isinstance(value, str) else None
+    if not match or not 1 <= int(match.group(1)) <= 65535:
+        _refuse(problems, name, value, "listen")
+
+
+def _single(pattern, allowed):
+    """One text value (not a number that a template would write as text)."""
+    def check(problems, name, value):
+        if not isinstance(value, str) or not pattern.match(value):
+            _refuse(problems, name, value, allowed)
+    return check
+
+
 FORMATS = {
     "modprobe_options": _modprobe_options,
     "kernel_modules": _listed(MODULE_NAME, "module"),
@@ -115,6 +143,10 @@ FORMATS = {
     "nccl_env": _nccl_env,
     "unit_names": _listed(UNIT_NAME, "unit"),
     "pip_locations": _pip_locations,
+    "listen_address": _listen,
+    "host_name": _single(HOST_NAME, "host_name"),
+    "absolute_path": _single(ABSOLUTE_PATH, "path"),
+    "system_user": _single(SYSTEM_USER, "user"),
 }
 
 

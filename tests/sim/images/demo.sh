@@ -4,7 +4,8 @@
 # the CUDA toolkit come from the local signed mirror, whose driver library package brings the fake NVML; PyTorch and
 # TensorFlow from the local wheelhouse, as their CPU builds: the fake NVML runs no CUDA code), and show what it found.
 # The node is also a one-node Slurm cluster (DEMO_SLURM=no leaves Slurm out): slurmctld and slurmd from Debian 12,
-# slurmd with the node's GPUs, and then `sinfo` and one job that asks Slurm for two GPUs.
+# slurmd with the node's GPUs, and then `sinfo` and one job that asks Slurm for two GPUs. Last, a few series of the
+# node's GPU exporter for Prometheus (accelops.gpu.gpu_monitoring).
 # The node keeps running afterwards for a look around (`docker exec -it accelops-demo-dgx-h100 bash`);
 # the next `make demo` replaces it.
 set -euo pipefail
@@ -79,6 +80,8 @@ all:
     tensorflow_find_links: ["$mirror/wheelhouse/"]
     # Slurm's daemons on 127.0.0.1 (the node is its own controller).
     slurm_node_address: 127.0.0.1
+    # The GPU exporter for Prometheus, on the host's network: on 127.0.0.1 only.
+    gpu_monitoring_listen: 127.0.0.1:9400
 YAML
 
 export ANSIBLE_COLLECTIONS_PATH="$root/build/collections" ANSIBLE_HOME="$root/.ansible"
@@ -112,5 +115,16 @@ for index in seen.split(","):
     print("  GPU %s: %s %s" % (index, pynvml.nvmlDeviceGetName(handle), pynvml.nvmlDeviceGetUUID(handle)))
 ' | sed 's/^/  /'
 fi
+# What Prometheus would scrape from the node: a few of the exporter's series.
+echo "== the GPU exporter for Prometheus: http://127.0.0.1:9400/metrics (a few of its series)"
+docker exec "$node" /opt/accelops-gpu/nvml/bin/python -c '
+import urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:9400/metrics", timeout=30).read().decode()
+lines = [line for line in text.splitlines() if not line.startswith("#")]
+wanted = ("accelops_gpu_nvml_up", "accelops_gpu_count", "accelops_gpu_health_status", "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"",
+          "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"", "DCGM_FI_DEV_FB_USED{gpu=\"0\"", "accelops_gpu_scrape_duration")
+print("\n".join(line for line in lines if line.startswith(wanted)))
+print("(%d series in all)" % len(lines))
+' | sed 's/^/  /'
 echo "== the fleet report: $root/build/demo-report/fleet.html (its data: fleet.json beside it)"
 echo "== the node is still running: docker exec -it $node bash   (remove it: docker rm -f $node)"

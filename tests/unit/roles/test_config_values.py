@@ -40,6 +40,11 @@ CASES = [
     ("pytorch", {}, []),
     ("pytorch", {"pytorch_find_links": ["/srv/wheels", "relative/wheels"], "pytorch_dali_index_url": "ftp://x"},
      ["pytorch_find_links[1]: 'relative/wheels' is not allowed here", "pytorch_dali_index_url: 'ftp://x'"]),
+    ("gpu_monitoring", {}, []),
+    ("gpu_monitoring", {"gpu_monitoring_listen": ":9400\n", "gpu_monitoring_hostname": "a\nExecStartPre=/bin/sh",
+                        "gpu_monitoring_textfile_dir": "/var/lib/x\nReadWritePaths=/"},
+     ["gpu_monitoring_listen: ':9400\\n' is not allowed here", "gpu_monitoring_textfile_dir: '/var/lib/x\\nRead",
+      "gpu_monitoring_hostname: 'a\\nExecStartPre=/bin/sh' is not allowed here"]),
     ("tensorflow", {}, []),
     ("tensorflow", {"tensorflow_extra_index_urls": ["https://a.example/simple\n--index-url=http://evil"]},
      ["tensorflow_extra_index_urls[0]: 'https://a.example/simple\\n--index-url=http://evil' is not allowed"]),
@@ -63,7 +68,7 @@ def test_config_values_are_checked_before_anything_is_written(case):
 
 
 def test_every_role_that_templates_a_variable_checks_it():
-    for role in ("nvidia_driver", "cuda_repo", "infiniband", "nvml_python", "pytorch", "tensorflow"):
+    for role in ("nvidia_driver", "cuda_repo", "infiniband", "nvml_python", "pytorch", "tensorflow", "gpu_monitoring"):
         tasks = yaml.safe_load((ROOT / "roles" / role / "tasks" / "preflight.yml").read_text())
         names = [t.get("name") for t in tasks]
         assert TASK in names  # in preflight, which runs before anything is installed or written

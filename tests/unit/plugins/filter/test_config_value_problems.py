@@ -25,6 +25,14 @@ GOOD = [
     ("pip_locations", ""),
     ("pip_locations", "https://download.pytorch.org/whl/{channel}"),
     ("pip_locations", ["http://127.0.0.1:18080/wheels/", "file:///srv/wheels", "/srv/wheels"]),
+    ("listen_address", ":9400"),
+    ("listen_address", "127.0.0.1:19400"),
+    ("listen_address", "[::1]:65535"),
+    ("listen_address", "gpu-node-1.example:1"),
+    ("host_name", "dgx-01.cluster_a"),
+    ("absolute_path", "/var/lib/prometheus/node-exporter"),
+    ("absolute_path", "/srv/a.b/.hidden"),
+    ("system_user", "accelops-gpu-exporter"),
 ]
 
 
@@ -66,6 +74,24 @@ BAD = [
     ("pip_locations", ["wheels"], "nvidia_driver_module_params[0]: 'wheels' is not allowed here"),
     ("pip_locations", "ftp://x", "nvidia_driver_module_params: 'ftp://x' is not allowed here"),
     ("pip_locations", {"a": 1}, "nvidia_driver_module_params: must be a list, got dict"),
+    ("listen_address", ":0", "nvidia_driver_module_params: ':0' is not allowed here; give HOST:PORT, [IPv6 addr"),
+    ("listen_address", ":65536", "':65536' is not allowed here"),
+    ("listen_address", "9400", "'9400' is not allowed here"),
+    ("listen_address", "::1:9400", "'::1:9400' is not allowed here"),
+    ("listen_address", "a b:9400", "'a b:9400' is not allowed here"),
+    ("listen_address", ":9400 --textfile /etc/x.prom", "is not allowed here"),
+    ("listen_address", ":9400\n", "is not allowed here"),
+    ("listen_address", 9400, "nvidia_driver_module_params: 9400 is not allowed here"),
+    ("host_name", "node 1", "give a host name (letters, digits and . _ -)"),
+    ("host_name", "node\nExecStartPre=/bin/sh", "is not allowed here"),
+    ("host_name", "", "'' is not allowed here"),
+    ("absolute_path", "relative/dir", "give an absolute path of letters, digits and . _ + - without . or .. parts"),
+    ("absolute_path", "/var/lib/../../etc", "is not allowed here"),
+    ("absolute_path", "/var/lib/./x", "is not allowed here"),
+    ("absolute_path", "/var/lib x", "is not allowed here"),
+    ("absolute_path", "/", "is not allowed here"),
+    ("system_user", "Root", "give a system user name"),
+    ("system_user", "a" * 33, "is not allowed here"),
 ]
 
 

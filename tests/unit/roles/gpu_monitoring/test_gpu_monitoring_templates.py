@@ -1,0 +1,73 @@
+"""gpu_monitoring's exporter unit and node_exporter's options, rendered by Ansible's own templating as the role renders
+them: the command line of each output, and the sandbox."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from rolevars import Batch, role_files
+
+from simnode import ROOT
+
+ROLE = ROOT / "roles" / "gpu_monitoring"
+UNIT = (ROLE / "templates" / "accelops-gpu-exporter.service.j2").read_text()
+NODE_EXPORTER = (ROLE / "templates" / "prometheus-node-exporter.j2").read_text()
+
+
+def unit_args():
+    tasks = yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
+    task = next(t for t in tasks if t["name"] == "Install the exporter's unit")
+    return task["vars"]["__gpu_monitoring_args"]
+
+
+BATCH = Batch()
+CASES = {
+    "http": {},
+    "textfile": {"gpu_monitoring_output": "textfile", "gpu_monitoring_interval_s": 5,
+                 "gpu_monitoring_hostname": "dgx-01", "accelops_gpu_sysfs_root": "/etc/accelops-sim/sys"},
+    "node_exporter": {"gpu_monitoring_output": "textfile", "gpu_monitoring_node_exporter": True,
+                      "gpu_monitoring_node_exporter_listen": "127.0.0.1:19100"},
+}
+KEYS = {name: BATCH.add(role_files("gpu_monitoring"), dict(variables, ansible_managed="Ansible managed"),
+                        [("unit", UNIT), ("node_exporter", NODE_EXPORTER)], {"__gpu_monitoring_args": unit_args()})
+        for name, variables in CASES.items()}
+
+
+def settings(text):
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_http_serves_on_the_listen_address():
+    lines = settings(BATCH[KEYS["http"]]["unit"])
+    assert ("ExecStart=/opt/accelops-gpu/nvml/bin/python -m "
+            "ansible_collections.accelops.gpu.plugins.module_utils._exporter --listen :9400") in lines
+    assert "User=accelops-gpu-exporter" in lines and "Group=accelops-gpu-exporter" in lines
+    assert "Environment=PYTHONPATH=/usr/local/lib/accelops-gpu" in lines
+    # Nothing to write: no path is writable.
+    assert not [line for line in lines if line.startswith("ReadWritePaths=")]
+    for setting in ("NoNewPrivileges=true", "CapabilityBoundingSet=", "ProtectSystem=full", "ProtectHome=true",
+                    "Restart=always"):
+        assert setting in lines
+
+
+def test_textfile_writes_every_interval_and_only_there():
+    lines = settings(BATCH[KEYS["textfile"]]["unit"])
+    assert next(line for line in lines if line.startswith("ExecStart=")).endswith(
+        "_exporter --textfile /var/lib/prometheus/node-exporter/accelops-gpu.prom --interval 5 --hostname dgx-01 "
+        "--sysfs-root /etc/accelops-sim/sys")
+    assert "ReadWritePaths=/var/lib/prometheus/node-exporter" in lines
+
+
+def test_node_exporter_reads_the_textfile_directory():
+    rendered = BATCH[KEYS["node_exporter"]]["node_exporter"]
+    assert settings(rendered) == [
+        'ARGS="--web.listen-address=127.0.0.1:19100 '
+        '--collector.textfile.directory=/var/lib/prometheus/node-exporter"']
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_setting_is_one_line(name):
+    """Each value went through preflight's config_value_problems; the rendering itself adds no stray line."""
+    unit = settings(BATCH[KEYS[name]]["unit"])
+    assert sum(line.startswith("ExecStart=") for line in unit) == 1
+    assert all("{{" not in line and "{%" not in line for line in unit)
