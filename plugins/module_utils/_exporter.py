@@ -17,6 +17,7 @@ PATH [--interval SECONDS]] [--hostname NAME] [--sysfs-root DIR]
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import socket
 import sys
@@ -26,7 +27,7 @@ import time
 
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._metrics import CONTENT_TYPE, Exposition, exposition
-from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError, NvmlSession
 
 # Everything the series need, the PCI bus included (the health verdict sees a GPU that NVML no longer lists); not the
 # topology, whose pairwise queries no series uses.
@@ -34,14 +35,136 @@ SUBSETS = ("all", "!topology")
 DEFAULT_LISTEN = ":9400"
 
 
-def scrape(hostname, sysfs_root="/sys", lib=None):
-    """One reading of the node as exposition text, with how long it took and how many NVML calls it made."""
+NVML_ERROR_TIMEOUT = 10
+XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
+
+
+class XidWatcher:
+    """XID errors through NVML's event API, counted per GPU (NVML index) and XID code, in a thread of its own.
+
+    Its NVML calls take the scrapes' lock, one at a time (NVML is thread safe; the test double is not, and one call
+    at a time costs nothing here): a wait that does not block under the lock, then a pause outside it. A failure
+    (NVML gone, a GPU lost at registration) is kept as the watcher's error and the watch starts again a little later;
+    the counts stay, as a Prometheus counter's must.
+    """
+
+    def __init__(self, lock, lib=None, poll_s=0.5, retry_s=10.0):
+        self.lock = lock
+        self.lib = lib
+        self.poll_s = poll_s
+        self.retry_s = retry_s
+        self.counts = {}  # (gpu index, xid) -> count
+        self.last = {}  # gpu index -> the last XID code
+        self.watched = []  # the GPU indexes registered for XID events
+        self.up = False
+        self.error = "not started"
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self.run, name="xid-watcher", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def run(self):
+        while not self._stop.is_set():
+            try:
+                self._watch()
+            except Exception as exc:  # pylint: disable=broad-except  # the watch starts again; a scrape says why
+                self.error = "%s: %s" % (type(exc).__name__, exc)
+            self.up = False
+            self._stop.wait(self.retry_s)
+
+    def _watch(self):
+        session = NvmlSession(self.lib)
+        with self.lock:
+            _available, _loaded, reason = session.open()
+        if not session.active:
+            self.error = reason or "NVML is not available"
+            return
+        events = None
+        try:
+            with self.lock:
+                events, handles, refused = self._register(session)
+            if not handles:
+                self.error = "no GPU can be watched for XID events%s" % (
+                    ": " + "; ".join(refused) if refused else "")
+                return
+            self.watched = sorted(handles.values())
+            self.up, self.error = True, None
+            while not self._stop.is_set():
+                with self.lock:
+                    data = self._next(session, events)
+                    if data is not None:
+                        self._count(handles.get(_address(data.device)), data)
+                if data is None:
+                    self._stop.wait(self.poll_s)
+        finally:
+            with self.lock:
+                if events is not None:
+                    try:
+                        session.change("nvmlEventSetFree", events)
+                    except (NvmlCallError, GpuLost):
+                        pass
+                session.close()
+
+    def _count(self, gpu, data):
+        if gpu is not None and data.eventType & XID_EVENT:
+            code = int(data.eventData)
+            self.counts[(gpu, code)] = self.counts.get((gpu, code), 0) + 1
+            self.last[gpu] = code
+
+    @staticmethod
+    def _register(session):
+        """An event set with every GPU that offers XID events; returns it, {handle address: GPU index} and why the
+        others could not be registered (a lost GPU, no permission)."""
+        events = session.change("nvmlEventSetCreate")
+        handles, refused = {}, []
+        for index in range(session.change("nvmlDeviceGetCount")):
+            try:
+                handle = session.change("nvmlDeviceGetHandleByIndex", index)
+                if (session.call("nvmlDeviceGetSupportedEventTypes", handle) or 0) & XID_EVENT:
+                    session.change("nvmlDeviceRegisterEvents", handle, XID_EVENT, events)
+                    handles[_address(handle)] = index
+            except GpuLost:
+                refused.append("GPU %d is lost" % index)
+            except NvmlCallError as exc:
+                refused.append("GPU %d: %s" % (index, exc))
+        return events, handles, refused
+
+    @staticmethod
+    def _next(session, events):
+        try:
+            return session.change("nvmlEventSetWait", events, 0)
+        except NvmlCallError as exc:
+            if exc.code == NVML_ERROR_TIMEOUT:
+                return None
+            raise
+
+    def state(self):
+        """What a scrape shows: whether the watch runs, why not, the counts and the last XID of each GPU."""
+        return {"up": self.up, "error": self.error, "counts": dict(self.counts), "last": dict(self.last),
+                "watched": list(self.watched)}
+
+
+def _address(handle):
+    return ctypes.cast(handle, ctypes.c_void_p).value
+
+
+def scrape(hostname, sysfs_root="/sys", lib=None, xid=None):
+    """One reading of the node as exposition text, with how long it took and how many NVML calls it made; with xid
+    (an XidWatcher's state()), the XID errors it counted."""
     start = time.monotonic()
     session = NvmlSession(lib)
     try:
         with session:
             facts = GpuFactsCollector(session, resolve_subsets(list(SUBSETS)), sysfs_root).collect()
-        text = exposition(facts, hostname)
+        text = exposition(facts, hostname, xid)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
         text = failed(hostname, "%s: %s" % (type(exc).__name__, exc))
     out = Exposition()
@@ -83,14 +206,18 @@ def write_textfile(path, text):
         raise
 
 
-def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, rounds=None):
+def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, rounds=None, watcher=None):
     """Write a reading to path once (interval 0; 1 when it fails), or every interval seconds for ever (or for
-    rounds): a write that fails is said on stderr and tried again at the next round, as a service should."""
+    rounds): a write that fails is said on stderr and tried again at the next round, as a service should. With a
+    watcher (an XidWatcher), its XID counts are in every reading."""
+    lock = watcher.lock if watcher is not None else threading.Lock()
     done = 0
     while True:
         start = time.monotonic()
         try:
-            write_textfile(path, scrape(hostname, sysfs_root, lib))
+            with lock:
+                text = scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+            write_textfile(path, text)
         except (OSError, ValueError) as exc:
             sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
             if not interval:
@@ -139,11 +266,12 @@ def _ipv6_works():
         return False
 
 
-def make_server(host, port, hostname, sysfs_root="/sys", lib=None):
-    """An HTTP server (not yet serving) whose /metrics is one scrape per request, one at a time."""
+def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=None):
+    """An HTTP server (not yet serving) whose /metrics is one scrape per request, one at a time; with a watcher (an
+    XidWatcher, whose lock the scrapes share), its XID counts in every scrape."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    lock = threading.Lock()
+    lock = watcher.lock if watcher is not None else threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "accelops-gpu-exporter"
@@ -152,7 +280,8 @@ def make_server(host, port, hostname, sysfs_root="/sys", lib=None):
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 with lock:
-                    body = scrape(hostname, sysfs_root, lib).encode("utf-8", errors="replace")
+                    text = scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+                body = text.encode("utf-8", errors="replace")
                 self._reply(200, CONTENT_TYPE, body, head)
             elif path == "/":
                 self._reply(200, "text/plain; charset=utf-8", b"accelops.gpu GPU exporter: /metrics\n", head)
@@ -205,25 +334,41 @@ def main(argv=None, lib=None):
                         help="with --textfile: write a new reading every SECONDS (1 to 3600) until stopped")
     parser.add_argument("--hostname", default=socket.gethostname(), help="the Hostname label (default: this host)")
     parser.add_argument("--sysfs-root", default="/sys")
+    parser.add_argument("--no-xid", action="store_true", help="do not watch NVML's events for XID errors")
     args = parser.parse_args(argv)
     if not args.hostname or any(c in args.hostname for c in "\n\r\0") or not _utf8(args.hostname):
         parser.error("--hostname must be one line of UTF-8 text")
     if args.interval and not (args.textfile and 1 <= args.interval <= 3600):
         parser.error("--interval goes with --textfile and is from 1 to 3600 seconds")
+    # A service watches XID events between its readings; one reading and exit has nothing to watch.
+    watcher = None
+    if not args.no_xid and (args.interval or not args.textfile):
+        watcher = XidWatcher(threading.Lock(), lib)
     if args.textfile:
-        return textfile_loop(args.textfile, args.hostname, args.sysfs_root, lib, interval=args.interval)
+        if watcher is not None:
+            watcher.start()
+        try:
+            return textfile_loop(args.textfile, args.hostname, args.sysfs_root, lib, interval=args.interval,
+                                 watcher=watcher)
+        finally:
+            if watcher is not None:
+                watcher.stop()
     try:
         host, port = parse_listen(args.listen)
-        server = make_server(host, port, args.hostname, args.sysfs_root, lib)
+        server = make_server(host, port, args.hostname, args.sysfs_root, lib, watcher=watcher)
     except (OSError, ValueError) as exc:
         sys.stderr.write("accelops-gpu-exporter: cannot listen on %s: %s\n" % (args.listen, exc))
         return 1
+    if watcher is not None:
+        watcher.start()
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        if watcher is not None:
+            watcher.stop()
     return 0
 
 

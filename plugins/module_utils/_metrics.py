@@ -183,8 +183,10 @@ def _node_health(facts):
     return verdict
 
 
-def exposition(facts, hostname):
-    """Every series for one node's facts (gpu_facts' ansible_facts.nvidia, with health); returns the text."""
+def exposition(facts, hostname, xid=None):
+    """Every series for one node's facts (gpu_facts' ansible_facts.nvidia, with health); returns the text. xid is
+    what the exporter's XID watcher counted ({"up", "error", "counts": {(gpu, code): n}, "last": {gpu: code},
+    "watched": [gpu, ...]}), None where nothing watches."""
     out = Exposition()
     node = [("Hostname", hostname)]
     answered = bool(facts.get("nvml_available") and facts.get("driver_loaded"))
@@ -209,18 +211,41 @@ def exposition(facts, hostname):
             ("severity", item.get("severity") or ""), ("message", item.get("message") or "")], 1)
     out.add("accelops_gpu_nvml_errors", "gauge", "NVML calls that failed in this read, for the node as a whole.",
             node, len(_list(facts.get("errors"))))
+    if isinstance(xid, dict):
+        out.add("accelops_gpu_xid_watch_up", "gauge", "Whether XID errors are being watched through NVML's events.",
+                node, bool(xid.get("up")))
+        if not xid.get("up"):
+            out.add("accelops_gpu_xid_watch_down_info", "gauge", "Why XID errors are not being watched.",
+                    [*node, ("reason", xid.get("error") or "unknown")], 1)
+        out.declare("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.")
+        out.declare("accelops_gpu_xid_errors_total", "counter",
+                    "XID errors of the GPU by code, since the exporter started.")
     if not answered:
         return out.text()
     out.add("accelops_gpu_count", "gauge", "GPUs that NVML lists.", node, facts.get("gpu_count"))
     for name, kind, text, _read in GPU_FAMILIES:
         out.declare(name, kind, text)
     for gpu in _dicts(facts.get("gpus")):
-        _gpu_series(out, gpu, hostname, facts.get("driver_version"))
+        _gpu_series(out, gpu, hostname, facts.get("driver_version"), xid if isinstance(xid, dict) else None)
     return out.text()
 
 
-def _gpu_series(out, gpu, hostname, driver_version):
+def _xid_series(out, gpu, labels, xid):
+    """A GPU's XIDs: the last code as dcgm-exporter gives it (0: none since the exporter started) and a counter per
+    code; a lost GPU's too (XID 79 is how it fell off the bus)."""
+    index = gpu.get("index")
+    if index not in _list(xid.get("watched")):
+        return
+    out.add("DCGM_FI_DEV_XID_ERRORS", "gauge", "", labels, (xid.get("last") or {}).get(index, 0))
+    for (where, code), count in sorted((xid.get("counts") or {}).items()):
+        if where == index:
+            out.add("accelops_gpu_xid_errors_total", "counter", "", [*labels, ("xid", code)], count)
+
+
+def _gpu_series(out, gpu, hostname, driver_version, xid=None):
     labels = gpu_labels(gpu, hostname, driver_version)
+    if xid is not None:
+        _xid_series(out, gpu, labels, xid)
     out.add("accelops_gpu_lost", "gauge", "Whether the GPU fell off the bus or stopped answering (1) or not (0).",
             labels, bool(gpu.get("lost")))
     out.add("accelops_gpu_nvml_gpu_errors", "gauge", "NVML calls about this GPU that failed in this read.", labels,

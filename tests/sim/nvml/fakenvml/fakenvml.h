@@ -30,7 +30,9 @@
  *    fresh process enumerates are the instances that exist.
  *  - Faults can be injected: fail.<symbol>=N:CODE fails the N-th call of an
  *    entry point since init (N+ that call and every later one).
- *  - Not thread safe: every caller is a single-threaded process.
+ *  - XID errors: gpu.<i>.xid.<n> lines, delivered through the event API to the
+ *    event sets registered before they appeared (api_event.c).
+ *  - Not thread safe: a caller with several threads serialises its calls.
  */
 
 /*
@@ -41,7 +43,8 @@
  * state.c (library state, handles, the checks every entry point makes, writing
  * setter results back), api_system.c (init and system queries), api_device.c
  * (device queries), api_mig.c (MIG GPU and compute instances), api_set.c
- * (setters).  exports.map keeps everything but the nvml* entry points inside.
+ * (setters), api_event.c (XID events).  exports.map keeps everything but the
+ * nvml* entry points inside.
  */
 #ifndef FAKENVML_H
 #define FAKENVML_H

@@ -7,6 +7,7 @@ import os
 import socket
 import stat
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -220,3 +221,116 @@ def test_interval_refusals(argv, capsys):
         _exporter.main(argv)
     assert exit_info.value.code == 2
     assert "--interval goes with --textfile and is from 1 to 3600 seconds" in capsys.readouterr().err
+
+
+def until(condition, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "not within %s s" % timeout
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def watcher():
+    started = []
+
+    def start(lib=None):
+        xid = _exporter.XidWatcher(threading.Lock(), lib, poll_s=0.02, retry_s=0.1).start()
+        started.append(xid)
+        return xid
+
+    yield start
+    for xid in started:
+        xid.stop()
+
+
+def test_xid_errors_are_counted_per_gpu_and_code(nvml_fixture, watcher):
+    path = nvml_fixture("dgx-h100")
+    with path.open("a") as fixture:
+        fixture.write("gpu.5.xid.1=31\n")  # before the watch: not news
+    xid = watcher()
+    until(lambda: xid.up)
+    assert xid.watched == list(range(8))
+    with path.open("a") as fixture:
+        fixture.write("gpu.3.xid.1=79\ngpu.3.xid.2=79\ngpu.0.xid.1=13\ngpu.3.xid.3=48\n")
+    until(lambda: sum(xid.counts.values()) == 4)
+    with xid.lock:
+        families = parse(_exporter.scrape("node1", xid=xid.state()))
+    assert value(families, "accelops_gpu_xid_watch_up") == 1
+    assert value(families, "accelops_gpu_xid_errors_total", gpu=3, xid=79) == 2
+    assert value(families, "accelops_gpu_xid_errors_total", gpu=3, xid=48) == 1
+    assert value(families, "accelops_gpu_xid_errors_total", gpu=0, xid=13) == 1
+    assert families["accelops_gpu_xid_errors_total"]["type"] == "counter"
+    assert len(families["accelops_gpu_xid_errors_total"]["samples"]) == 3
+    # dcgm-exporter's field: the last XID of each GPU, 0 where none came.
+    assert value(families, "DCGM_FI_DEV_XID_ERRORS", gpu=3) == 48
+    assert value(families, "DCGM_FI_DEV_XID_ERRORS", gpu=0) == 13
+    assert value(families, "DCGM_FI_DEV_XID_ERRORS", gpu=5) == 0
+    assert len(families["DCGM_FI_DEV_XID_ERRORS"]["samples"]) == 8
+
+
+def test_a_lost_gpu_is_left_out_of_the_watch_and_its_xid_still_shows(nvml_fixture, watcher):
+    path = nvml_fixture("gpu-lost")
+    xid = watcher()
+    until(lambda: xid.up)
+    assert xid.watched == [0, 1, 3]
+    with path.open("a") as fixture:
+        fixture.write("gpu.1.xid.1=79\n")
+    until(lambda: xid.counts)
+    with xid.lock:
+        families = parse(_exporter.scrape("node1", xid=xid.state()))
+    assert value(families, "accelops_gpu_xid_errors_total", gpu=1, xid=79) == 1
+    assert "gpu" not in [key for labels, _v in families["DCGM_FI_DEV_XID_ERRORS"]["samples"]
+                         if labels.get("gpu") == "2" for key in labels]
+
+
+def test_a_watch_that_cannot_start_says_why(nvml_fixture, watcher):
+    nvml_fixture("dgx-h100")
+    xid = watcher(lib=NoLibrary())
+    until(lambda: xid.error and xid.error != "not started")
+    with xid.lock:
+        families = parse(_exporter.scrape("node1", xid=xid.state()))
+    assert value(families, "accelops_gpu_xid_watch_up") == 0
+    assert "libnvidia-ml.so.1" in families["accelops_gpu_xid_watch_down_info"]["samples"][0][0]["reason"]
+    # The readings themselves are not the watcher's business: NVML answers the scrape.
+    assert value(families, "accelops_gpu_nvml_up") == 1
+
+
+def test_a_failing_wait_restarts_the_watch_and_keeps_the_counts(nvml_fixture):
+    """NVML failing part-way (the third wait after each init): the watcher says why, starts again, and a Prometheus
+    counter never goes back."""
+    path = nvml_fixture("dgx-h100")
+    with path.open("a") as fixture:
+        fixture.write("fail.nvmlEventSetWait_v2=3+:UNKNOWN\n")
+    xid = _exporter.XidWatcher(threading.Lock(), poll_s=0.02, retry_s=0.05)
+    xid.counts[(1, 94)] = 1
+    xid.last[1] = 94
+    errors = []
+    xid.start()
+    try:
+        until(lambda: errors.append(xid.error) or (len({e for e in errors if e and "nvmlEventSetWait" in e}) >= 1
+              and len(errors) > 20))
+    finally:
+        xid.stop()
+    assert any("nvmlEventSetWait" in (e or "") and "NVML error 999" in e for e in errors)
+    assert not xid.up
+    assert xid.counts == {(1, 94): 1} and xid.last == {1: 94}
+
+
+def test_the_server_shows_the_watchers_counts(nvml_fixture, watcher):
+    path = nvml_fixture("pcie-l40s")
+    xid = watcher()
+    until(lambda: xid.up)
+    with path.open("a") as fixture:
+        fixture.write("gpu.1.xid.1=63\n")
+    until(lambda: xid.counts)
+    httpd = _exporter.make_server("127.0.0.1", 0, "node1", watcher=xid)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % httpd.server_address[1], timeout=30) as reply:
+            families = parse(reply.read().decode("utf-8"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert value(families, "accelops_gpu_xid_errors_total", gpu=1, xid=63) == 1
