@@ -3,8 +3,10 @@
 One scrape (_exporter.scrape: one NVML session, the facts with health and the PCI bus, the exposition text) on the
 8-GPU DGX H100 fixture with the real pynvml and the fake libnvidia-ml.so.1, in-process: the median and the 90th
 percentile of N scrapes, the NVML calls of one, the size of the text, and the process's peak resident memory.
+--double reads a 16-GPU node made from the fixture: each GPU twice, the copies with a UUID, serial, minor number and
+PCI domain of their own (a build/ file; no 16-GPU machine of one model is modelled).
 
-Usage: python tests/bench/exporter.py [--runs N] [--fixture NAME]
+Usage: python tests/bench/exporter.py [--runs N] [--fixture NAME] [--double]
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import resource
 import statistics
 import sys
@@ -25,14 +28,47 @@ sys.path.insert(0, str(ROOT / "tests" / "sim"))
 from simnode import FIXTURES, build_fake_nvml, expose_collection  # noqa: E402
 
 
+def doubled(source, target):
+    """The fixture with every GPU twice: gpu.<i+n>.* beside gpu.<i>.*, the copy's identity its own."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    count = int(next(line for line in lines if line.startswith("gpu_count=")).split("=", 1)[1])
+    copies = []
+    for line in lines:
+        match = re.match(r"gpu\.(\d+)\.(.*?)=(.*)$", line)
+        if not match:
+            continue
+        index, key, value = int(match.group(1)), match.group(2), match.group(3)
+        if key == "uuid":
+            value = value[:-4] + "%04x" % (index + count)
+        elif key == "serial":
+            value = str(int(value) + 1000)
+        elif key == "minor_number":
+            value = str(int(value) + count)
+        elif key == "pci.bus_id":
+            value = "00000001" + value[8:]
+        copies.append("gpu.%d.%s=%s" % (index + count, key, value))
+    text = "\n".join(line if not line.startswith("gpu_count=") else "gpu_count=%d" % (2 * count) for line in lines)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text + "\n" + "\n".join(copies) + "\n", encoding="utf-8")
+    return target
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--runs", type=int, default=101)
     parser.add_argument("--fixture", default="dgx-h100")
+    parser.add_argument("--double", action="store_true", help="each GPU of the fixture twice")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if not (FIXTURES / ("%s.conf" % args.fixture)).is_file():
+        parser.error("no fixture %s in %s" % (args.fixture, FIXTURES))
     expose_collection()
     ctypes.CDLL(str(build_fake_nvml()), mode=ctypes.RTLD_GLOBAL)
-    os.environ["FAKE_NVML_FIXTURE"] = str(FIXTURES / ("%s.conf" % args.fixture))
+    fixture = FIXTURES / ("%s.conf" % args.fixture)
+    if args.double:
+        fixture = doubled(fixture, ROOT / "build" / "bench" / ("%s-doubled.conf" % args.fixture))
+    os.environ["FAKE_NVML_FIXTURE"] = str(fixture)
     from ansible_collections.accelops.gpu.plugins.module_utils._exporter import scrape
 
     text = scrape("bench")  # warm: imports, the library's first load
@@ -43,12 +79,13 @@ def main():
         times.append((time.perf_counter() - start) * 1000)
     calls = [line for line in text.splitlines() if line.startswith("accelops_gpu_scrape_nvml_calls")]
     times.sort()
-    results = {"fixture": args.fixture, "runs": args.runs, "median_ms": round(statistics.median(times), 2),
+    results = {"fixture": args.fixture + (" doubled" if args.double else ""), "runs": args.runs,
+               "median_ms": round(statistics.median(times), 2),
                "p90_ms": round(times[int(len(times) * 0.9) - 1], 2), "nvml_calls": int(calls[0].split()[-1]),
                "text_bytes": len(text.encode("utf-8")),
                "series": sum(1 for line in text.splitlines() if not line.startswith("#")),
                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    out = ROOT / "build" / "bench" / "exporter.json"
+    out = ROOT / "build" / "bench" / ("exporter%s.json" % ("-16" if args.double else ""))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print("exporter scrape on %(fixture)s: median %(median_ms).2f ms, p90 %(p90_ms).2f ms (%(runs)d runs); "

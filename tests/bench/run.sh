@@ -12,5 +12,6 @@ python "$root/tests/bench/role_rerun.py" stack
 python "$root/tests/bench/site_rerun.py"
 python "$root/tests/bench/slurm_srun.py"
 python "$root/tests/bench/exporter.py"
+python "$root/tests/bench/exporter.py" --double
 # A cluster of its own (a controller and five GPU nodes), started and removed here: about ten minutes.
 python "$root/tests/bench/rolling_upgrade.py"
