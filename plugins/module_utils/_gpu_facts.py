@@ -182,7 +182,7 @@ SUBSET_FIELDS = {
     "memory": ("memory_total_mib", "memory_used_mib", "memory_free_mib"),
     "thermal": ("temperature_c", "temperature_slowdown_c", "temperature_shutdown_c", "fan_speed_pct"),
     "power": ("power_draw_w", "power_limit_w", "power_limit_enforced_w", "power_limit_default_w",
-              "power_limit_min_w", "power_limit_max_w"),
+              "power_limit_min_w", "power_limit_max_w", "energy_mj"),
     "utilization": ("utilization_gpu_pct", "utilization_memory_pct"),
     "ecc": ("ecc_enabled", "ecc_pending", "ecc_errors", "remapped_rows", "retired_pages_pending"),
     "clocks": ("clocks_mhz", "clocks_event_reasons"),
@@ -353,6 +353,7 @@ class GpuFactsCollector:
     def _power(self, h, gpu):
         q = self.nvml.query
         gpu["power_draw_w"] = watts(q("nvmlDeviceGetPowerUsage", h))
+        gpu["energy_mj"] = q("nvmlDeviceGetTotalEnergyConsumption", h)
         gpu["power_limit_w"] = watts(q("nvmlDeviceGetPowerManagementLimit", h))
         gpu["power_limit_enforced_w"] = watts(q("nvmlDeviceGetEnforcedPowerLimit", h))
         gpu["power_limit_default_w"] = watts(q("nvmlDeviceGetPowerManagementDefaultLimit", h))

@@ -53,6 +53,8 @@ GPU_FAMILIES = (
      _path("temperature_shutdown_c")),
     ("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed for the device in percent 0-100.", _path("fan_speed_pct")),
     ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", _path("power_draw_w")),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
+     _path("energy_mj")),
     ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Current power limit for the device (in W).", _path("power_limit_w")),
     ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Effective power limit that the driver enforces after taking into "
      "account all limiters (in W).", _path("power_limit_enforced_w")),

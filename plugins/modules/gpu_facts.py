@@ -152,7 +152,7 @@ ansible_facts:
             - C(memory) memory_total_mib, memory_used_mib, memory_free_mib.
             - C(thermal) temperature_c, temperature_slowdown_c, temperature_shutdown_c, fan_speed_pct.
             - C(power) power_draw_w, power_limit_w, power_limit_enforced_w, power_limit_default_w, power_limit_min_w,
-              power_limit_max_w.
+              power_limit_max_w, energy_mj (energy since the driver loaded, in millijoules; Volta and later).
             - C(utilization) utilization_gpu_pct, utilization_memory_pct.
             - C(ecc) ecc_enabled, ecc_pending, ecc_errors (volatile and aggregate, corrected and uncorrected),
               remapped_rows (correctable, uncorrectable, pending, failure), retired_pages_pending.

@@ -152,6 +152,7 @@ def capture_gpu(cap, index, handle):
     cap.field(g + "temperature_c", "nvmlDeviceGetTemperature", handle, nvml.NVML_TEMPERATURE_GPU)
 
     cap.field(g + "power.usage_mw", "nvmlDeviceGetPowerUsage", handle)
+    cap.field(g + "power.energy_mj", "nvmlDeviceGetTotalEnergyConsumption", handle)
     limit = cap.field(g + "power.limit_mw", "nvmlDeviceGetPowerManagementLimit", handle)
     enforced = cap.ask(g + "power.enforced_mw", "nvmlDeviceGetEnforcedPowerLimit", handle)
     if enforced is not None and enforced != limit:

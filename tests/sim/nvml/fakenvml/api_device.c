@@ -389,6 +389,15 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
     return gpu_uint(dev->gpu, "power.usage_mw", power);
 }
 
+/* Energy since the driver loaded, in mJ (Volta and later): fixture key power.energy_mj. */
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
+{
+    DEVICE_ENTER(device, dev, GPU_ONLY);
+    if (!energy)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return value_ull(gpu_str(dev->gpu, "power.energy_mj"), energy);
+}
+
 nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
 {
     DEVICE_ENTER(device, dev, GPU_ONLY);

@@ -177,3 +177,13 @@ def test_facts_of_the_wrong_shape_are_left_out_not_a_failed_scrape(broken):
     families = parse(exposition(facts, "node1"))
     assert value(families, "accelops_gpu_nvml_up") == 1
     assert "DCGM_FI_DEV_GPU_TEMP" in families
+
+
+def test_energy_is_dcgm_exporters_counter_in_millijoules(scrape):
+    families, facts = scrape("dgx-h100")
+    assert facts["gpus"][0]["energy_mj"] == 71234 * 259200
+    assert families["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]["type"] == "counter"
+    assert value(families, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=0) == 71234 * 259200
+    # A GPU whose driver does not give it (the fixture without the key): no sample, not 0.
+    families, _facts = scrape("old-driver")
+    assert families["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]["samples"] == []
