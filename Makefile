@@ -17,7 +17,7 @@ export MIRROR_PORT ?= 18080
 .PHONY: help venv lint sanity units browser check sim mirror molecule release test demo bench lock clean
 
 help:
-	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker (a one-node Slurm cluster too) and show what it found"
+	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker (a one-node Slurm cluster, its GPU exporter) and show what it found"
 	@echo "make test     everything CI runs: lint, sanity, unit tests, molecule scenarios, release check"
 	@echo "make check    lint, sanity and unit tests (no Docker; a few minutes)"
 	@echo "make bench    benchmarks (results in docs/performance.md)"
