@@ -31,6 +31,8 @@ HOST_NAME = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?\Z")
 # An absolute path without "." or ".." parts, for a systemd unit's command line and ReadWritePaths=.
 ABSOLUTE_PATH = re.compile(r"\A(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._+-]{1,255}){1,32}\Z")
 SYSTEM_USER = re.compile(r"\A[a-z_][a-z0-9_-]{0,31}\Z")
+# Where a node is reached: a host name, an IPv4 address or an IPv6 address (without brackets).
+HOST_ADDRESS = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f:.]{2,45})\Z")
 
 ALLOWED = {
     "module": "a kernel module name (letters, digits, _ and -)",
@@ -47,6 +49,7 @@ ALLOWED = {
     "host_name": "a host name (letters, digits and . _ -)",
     "path": "an absolute path of letters, digits and . _ + - without . or .. parts",
     "user": "a system user name (lower-case letters, digits, _ and -, at most 32)",
+    "address": "a host name, an IPv4 address or an IPv6 address without brackets",
 }
 
 
@@ -147,6 +150,8 @@ FORMATS = {
     "host_name": _single(HOST_NAME, "host_name"),
     "absolute_path": _single(ABSOLUTE_PATH, "path"),
     "system_user": _single(SYSTEM_USER, "user"),
+    "system_users": _listed(SYSTEM_USER, "user"),
+    "host_address": _single(HOST_ADDRESS, "address"),
 }
 
 

@@ -33,6 +33,9 @@ from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost,
 # topology, whose pairwise queries no series uses.
 SUBSETS = ("all", "!topology")
 DEFAULT_LISTEN = ":9400"
+MAX_REQUESTS = 4
+FRESH_S = 1.0
+REQUEST_TIMEOUT_S = 10
 
 
 NVML_ERROR_TIMEOUT = 10
@@ -272,16 +275,33 @@ def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=No
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     lock = watcher.lock if watcher is not None else threading.Lock()
+    # Requests at once beyond this get 503 at once, not a thread that waits for the lock; a reading younger than
+    # FRESH_S answers the requests that queued behind it.
+    slots = threading.BoundedSemaphore(MAX_REQUESTS)
+    latest = {"at": None, "text": None}
+
+    def reading():
+        with lock:
+            now = time.monotonic()
+            if latest["at"] is None or now - latest["at"] >= FRESH_S:
+                latest["text"] = scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+                latest["at"] = time.monotonic()
+            return latest["text"]
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "accelops-gpu-exporter"
+        timeout = REQUEST_TIMEOUT_S  # a client that sends nothing is dropped, not kept
 
         def do_GET(self, head=False):  # the name http.server calls
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                with lock:
-                    text = scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
-                body = text.encode("utf-8", errors="replace")
+                if not slots.acquire(blocking=False):
+                    self._reply(503, "text/plain; charset=utf-8", b"busy: too many scrapes at once\n", head)
+                    return
+                try:
+                    body = reading().encode("utf-8", errors="replace")
+                finally:
+                    slots.release()
                 self._reply(200, CONTENT_TYPE, body, head)
             elif path == "/":
                 self._reply(200, "text/plain; charset=utf-8", b"accelops.gpu GPU exporter: /metrics\n", head)

@@ -33,6 +33,11 @@ GOOD = [
     ("absolute_path", "/var/lib/prometheus/node-exporter"),
     ("absolute_path", "/srv/a.b/.hidden"),
     ("system_user", "accelops-gpu-exporter"),
+    ("system_users", []),
+    ("system_users", ["video", "render"]),
+    ("host_address", "gpu-a01.example.org"),
+    ("host_address", "10.1.1.2"),
+    ("host_address", "2001:db8::3"),
 ]
 
 
@@ -92,6 +97,11 @@ BAD = [
     ("absolute_path", "/", "is not allowed here"),
     ("system_user", "Root", "give a system user name"),
     ("system_user", "a" * 33, "is not allowed here"),
+    ("system_users", "video", "must be a list, got str"),
+    ("system_users", ["video", "a b"], "nvidia_driver_module_params[1]: 'a b' is not allowed here; give a system user"),
+    ("host_address", "http://node1", "give a host name, an IPv4 address or an IPv6 address without brackets"),
+    ("host_address", "[2001:db8::3]", "is not allowed here"),
+    ("host_address", "node1:9400", "is not allowed here"),
 ]
 
 

@@ -334,3 +334,51 @@ def test_the_server_shows_the_watchers_counts(nvml_fixture, watcher):
         httpd.shutdown()
         httpd.server_close()
     assert value(families, "accelops_gpu_xid_errors_total", gpu=1, xid=63) == 1
+
+
+def test_the_server_bounds_what_clients_can_hold(nvml_fixture, monkeypatch):
+    """A client that sends nothing is dropped after the timeout; scrapes beyond the limit get 503 at once, and the
+    ones that queued share a reading younger than a second."""
+    nvml_fixture("dgx-h100")
+    monkeypatch.setattr(_exporter, "REQUEST_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(_exporter, "MAX_REQUESTS", 1)
+    calls = []
+    real = _exporter.scrape
+
+    def slow(*args):
+        calls.append(1)
+        time.sleep(0.5)
+        return real(*args)
+
+    monkeypatch.setattr(_exporter, "scrape", slow)
+    httpd = _exporter.make_server("127.0.0.1", 0, "node1")
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = "http://127.0.0.1:%d/metrics" % httpd.server_address[1]
+    try:
+        idle = socket.create_connection(httpd.server_address[:2], timeout=5)
+        start = time.monotonic()
+        assert idle.recv(1) == b""  # closed by the server
+        assert time.monotonic() - start < 4
+        idle.close()
+        results = []
+
+        def get():
+            try:
+                with urllib.request.urlopen(url, timeout=30) as reply:
+                    results.append(reply.status)
+            except urllib.error.HTTPError as error:
+                results.append(error.code)
+
+        first = threading.Thread(target=get)
+        first.start()
+        time.sleep(0.2)
+        get()  # while the first holds the only slot
+        first.join()
+        assert sorted(results) == [200, 503]
+        get()
+        get()  # within a second of the last reading: the same reading
+        assert results[-2:] == [200, 200] and len(calls) == 1
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

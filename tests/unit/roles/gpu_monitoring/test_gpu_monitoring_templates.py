@@ -25,6 +25,7 @@ CASES = {
     "http": {},
     "textfile": {"gpu_monitoring_output": "textfile", "gpu_monitoring_interval_s": 5,
                  "gpu_monitoring_hostname": "dgx-01", "accelops_gpu_sysfs_root": "/etc/accelops-sim/sys"},
+    "groups": {"gpu_monitoring_groups": ["video", "render"]},
     "node_exporter": {"gpu_monitoring_output": "textfile", "gpu_monitoring_node_exporter": True,
                       "gpu_monitoring_node_exporter_listen": "127.0.0.1:19100"},
 }
@@ -71,3 +72,10 @@ def test_every_setting_is_one_line(name):
     unit = settings(BATCH[KEYS[name]]["unit"])
     assert sum(line.startswith("ExecStart=") for line in unit) == 1
     assert all("{{" not in line and "{%" not in line for line in unit)
+
+
+def test_the_device_files_group_and_the_bounds():
+    assert "SupplementaryGroups=video render" in settings(BATCH[KEYS["groups"]]["unit"])
+    lines = settings(BATCH[KEYS["http"]]["unit"])
+    assert not [line for line in lines if line.startswith("SupplementaryGroups=")]
+    assert "MemoryMax=256M" in lines and "TasksMax=64" in lines
