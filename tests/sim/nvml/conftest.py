@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ctypes
+import pathlib
 
+import pynvml
 import pytest
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(scope="session")
@@ -23,3 +27,17 @@ def _balanced_init(lib):
     yield
     while lib.nvmlShutdown() == 0:
         pass
+
+
+@pytest.fixture
+def nvml(tmp_path, monkeypatch, lib):
+    """Initialise pynvml on a copy of a fixture (a file name in fixtures/) plus extra lines; returns the copy's path."""
+
+    def start(name, *extra_lines):
+        path = tmp_path / "nvml.conf"
+        path.write_text((FIXTURES / name).read_text() + "".join(line + "\n" for line in extra_lines))
+        monkeypatch.setenv("FAKE_NVML_FIXTURE", str(path))
+        pynvml.nvmlInit()
+        return path
+
+    return start

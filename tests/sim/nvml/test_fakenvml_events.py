@@ -1,28 +1,12 @@
 """ABI tests of the fake libnvidia-ml.so.1's event API (XID errors from the fixture), driven through the real pynvml."""
 
-import pathlib
 import threading
 import time
 
 import pynvml
 import pytest
 
-FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 XID = pynvml.nvmlEventTypeXidCriticalError
-
-
-@pytest.fixture
-def nvml(tmp_path, monkeypatch):
-    """pynvml initialised on a copy of a fixture with extra lines; returns the copy's path."""
-
-    def start(name, *extra_lines):
-        path = tmp_path / "nvml.conf"
-        path.write_text((FIXTURES / name).read_text() + "".join(line + "\n" for line in extra_lines))
-        monkeypatch.setenv("FAKE_NVML_FIXTURE", str(path))
-        pynvml.nvmlInit()
-        return path
-
-    return start
 
 
 @pytest.fixture

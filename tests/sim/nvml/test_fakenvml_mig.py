@@ -72,20 +72,6 @@ CI_1, CI_2, CI_3, CI_4, CI_7 = (
 SHARED = pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
 
 
-@pytest.fixture
-def nvml(tmp_path, monkeypatch, lib):
-    """Initialise pynvml on a copy of a fixture plus extra lines; returns the copy's path."""
-
-    def start(name, *extra_lines):
-        path = tmp_path / "nvml.conf"
-        path.write_text((FIXTURES / name).read_text() + "".join(line + "\n" for line in extra_lines))
-        monkeypatch.setenv("FAKE_NVML_FIXTURE", str(path))
-        pynvml.nvmlInit()
-        return path
-
-    return start
-
-
 def h100_mig_on(nvml, *extra):
     """dgx-h100 with MIG mode on for GPU 0 (current and pending), nothing created yet."""
     return nvml("dgx-h100.conf", "gpu.0.mig.current=1", "gpu.0.mig.pending=1", *extra)
