@@ -5,7 +5,13 @@
 # Usage: tests/sanity.sh [WORKDIR]
 set -euo pipefail
 
-work=${1:-${TMPDIR:-/tmp}/accelops-gpu-sanity}
+# A directory of its own unless one is given: two runs at once (two checkouts) must not share a copy.
+if [ $# -ge 1 ]; then
+  work=$1
+else
+  work=$(mktemp -d "${TMPDIR:-/tmp}/accelops-gpu-sanity.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+fi
 dest="$work/ansible_collections/accelops/gpu"
 
 # ansible-test bootstraps pip in each of its venvs with a get-pip script from a host this network cannot reach;
