@@ -159,6 +159,17 @@ def _address(handle):
     return ctypes.cast(handle, ctypes.c_void_p).value
 
 
+def _lock_of(watcher):
+    """The lock every NVML call of the process takes: the watcher's where one watches, else one of its own."""
+    return watcher.lock if watcher is not None else threading.Lock()
+
+
+def _scrape_with(lock, hostname, sysfs_root, lib, watcher):
+    """One scrape under the lock, with the watcher's XID counts where one watches."""
+    with lock:
+        return scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+
+
 def scrape(hostname, sysfs_root="/sys", lib=None, xid=None):
     """One reading of the node as exposition text, with how long it took and how many NVML calls it made; with xid
     (an XidWatcher's state()), the XID errors it counted."""
@@ -213,14 +224,12 @@ def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, ro
     """Write a reading to path once (interval 0; 1 when it fails), or every interval seconds for ever (or for
     rounds): a write that fails is said on stderr and tried again at the next round, as a service should. With a
     watcher (an XidWatcher), its XID counts are in every reading."""
-    lock = watcher.lock if watcher is not None else threading.Lock()
+    lock = _lock_of(watcher)
     done = 0
     while True:
         start = time.monotonic()
         try:
-            with lock:
-                text = scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
-            write_textfile(path, text)
+            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher))
         except (OSError, ValueError) as exc:
             sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
             if not interval:
@@ -274,17 +283,18 @@ def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=No
     XidWatcher, whose lock the scrapes share), its XID counts in every scrape."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    lock = watcher.lock if watcher is not None else threading.Lock()
+    lock = _lock_of(watcher)
     # Requests at once beyond this get 503 at once, not a thread that waits for the lock; a reading younger than
     # FRESH_S answers the requests that queued behind it.
     slots = threading.BoundedSemaphore(MAX_REQUESTS)
     latest = {"at": None, "text": None}
 
+    fresh = threading.Lock()
+
     def reading():
-        with lock:
-            now = time.monotonic()
-            if latest["at"] is None or now - latest["at"] >= FRESH_S:
-                latest["text"] = scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+        with fresh:
+            if latest["at"] is None or time.monotonic() - latest["at"] >= FRESH_S:
+                latest["text"] = _scrape_with(lock, hostname, sysfs_root, lib, watcher)
                 latest["at"] = time.monotonic()
             return latest["text"]
 
