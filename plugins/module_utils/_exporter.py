@@ -46,9 +46,10 @@ class XidWatcher:
     """XID errors through NVML's event API, counted per GPU (NVML index) and XID code, in a thread of its own.
 
     Its NVML calls take the scrapes' lock, one at a time (NVML is thread safe; the test double is not, and one call
-    at a time costs nothing here): a wait that does not block under the lock, then a pause outside it. A failure
-    (NVML gone, a GPU lost at registration) is kept as the watcher's error and the watch starts again a little later;
-    the counts stay, as a Prometheus counter's must.
+    at a time costs nothing here): a wait that does not block under the lock, then a pause outside it. A GPU that
+    cannot be registered (lost, no permission) is left out of the watch; a failure of the watch itself (NVML gone, no
+    GPU to watch) is kept as the watcher's error and the watch starts again a little later. The counts stay, and so
+    do the GPUs once watched (a GPU lost after its XID 79 keeps its series), as a Prometheus counter's must.
     """
 
     def __init__(self, lock, lib=None, poll_s=0.5, retry_s=10.0):
@@ -60,6 +61,7 @@ class XidWatcher:
         self.last = {}  # gpu index -> the last XID code
         self.watched = []  # the GPU indexes registered for XID events
         self.up = False
+        self.starts = 0  # watches that registered their GPUs
         self.error = "not started"
         self._stop = threading.Event()
         self._thread = None
@@ -98,15 +100,16 @@ class XidWatcher:
                 self.error = "no GPU can be watched for XID events%s" % (
                     ": " + "; ".join(refused) if refused else "")
                 return
-            self.watched = sorted(handles.values())
+            self.watched = sorted(set(self.watched) | set(handles.values()))
             self.up, self.error = True, None
+            self.starts += 1
             while not self._stop.is_set():
                 with self.lock:
                     data = self._next(session, events)
                     if data is not None:
                         self._count(handles.get(_address(data.device)), data)
-                if data is None:
-                    self._stop.wait(self.poll_s)
+                # A pause after every event too: a storm of XIDs must not keep the scrapes from the lock.
+                self._stop.wait(self.poll_s if data is None else 0.001)
         finally:
             with self.lock:
                 if events is not None:

@@ -23,7 +23,8 @@ def _gpu_findings(gpu, fabric):
         return
     if gpu.get("error"):
         yield finding(idx, "gpu_unreadable", "critical", "%s cannot be read through NVML: %s" % (label, gpu["error"]))
-    if gpu.get("errors") and "uuid" in gpu and gpu.get("uuid") is None and gpu.get("name") is None:
+    mute = "uuid" in gpu and gpu.get("uuid") is None and gpu.get("name") is None
+    if gpu.get("errors") and mute and not gpu.get("error"):
         # NVML gave a handle but not even the GPU's name or UUID: nothing read about it can be trusted.
         yield finding(idx, "gpu_unreadable", "critical", "%s gives a handle but not its name or UUID: NVML failed "
                       "to answer %s" % (label, "; ".join(gpu["errors"])))

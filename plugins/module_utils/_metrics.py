@@ -218,7 +218,7 @@ def exposition(facts, hostname, xid=None):
                 node, bool(xid.get("up")))
         if not xid.get("up"):
             out.add("accelops_gpu_xid_watch_down_info", "gauge", "Why XID errors are not being watched.",
-                    [*node, ("reason", xid.get("error") or "unknown")], 1)
+                    [*node, ("reason", (xid.get("error") or "unknown")[:500])], 1)
         out.declare("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.")
         out.declare("accelops_gpu_xid_errors_total", "counter",
                     "XID errors of the GPU by code, since the exporter started.")

@@ -382,3 +382,28 @@ def test_the_server_bounds_what_clients_can_hold(nvml_fixture, monkeypatch):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_gpu_lost_after_its_xid_keeps_its_series_when_the_watch_restarts(nvml_fixture):
+    """XID 79 is how a GPU falls off the bus: the watch that starts again cannot register it, its count still shows.
+    The fixture's fault ends each watch after 50 waits (about a second); the next one reads the fixture anew."""
+    path = nvml_fixture("dgx-h100")
+    with path.open("a") as fixture:
+        fixture.write("fail.nvmlEventSetWait_v2=50+:UNKNOWN\n")
+    xid = _exporter.XidWatcher(threading.Lock(), poll_s=0.02, retry_s=0.05).start()
+    try:
+        until(lambda: xid.up)
+        with path.open("a") as fixture:
+            fixture.write("gpu.2.xid.1=79\n")
+        until(lambda: xid.counts)
+        with path.open("a") as fixture:
+            fixture.write("gpu.2.lost=1\n")
+        starts = xid.starts
+        until(lambda: xid.starts >= starts + 2)  # a whole watch began after the loss
+        with xid.lock:
+            families = parse(_exporter.scrape("node1", xid=xid.state()))
+    finally:
+        xid.stop()
+    assert 2 in xid.watched
+    assert value(families, "accelops_gpu_lost", gpu=2) == 1
+    assert value(families, "accelops_gpu_xid_errors_total", gpu=2, xid=79) == 1

@@ -144,3 +144,10 @@ def test_the_reboot_comes_before_an_unreadable_bus():
              "errors": ["PCI devices of /sys cannot be listed: Permission denied"],
              "driver_mismatch": {"loaded": "550.54.15", "library": "550.127.08"}}
     assert [f["code"] for f in _health.assess_node(facts)["findings"]] == ["driver_mismatch", "pci_unreadable"]
+
+
+def test_a_gpu_is_unreadable_once():
+    gpu = {"index": 0, "lost": False, "uuid": None, "name": None, "error": "nvmlDeviceGetName: Unknown Error",
+           "errors": ["nvmlDeviceGetUUID: Unknown Error (NVML error 999)"]}
+    codes = [f["code"] for f in _health.assess_node({"driver_loaded": True, "gpu_count": 1, "gpus": [gpu]})["findings"]]
+    assert codes.count("gpu_unreadable") == 1
