@@ -261,6 +261,26 @@ def test_daemon_packages_ship_a_startable_unit(mirror, distro, name, version, un
 
 
 @pytest.mark.parametrize("distro", DISTROS)
+def test_dcgm_4_ships_dcgmi_and_the_exporter_its_unit_and_counters(mirror, distro):
+    core = deb_path(mirror, distro, "datacenter-gpu-manager-4-core", "1:4.2.3-1")
+    assert deb_members(core)["/usr/bin/dcgmi"][0].mode == 0o755
+    path = deb_path(mirror, distro, "datacenter-gpu-manager-exporter", "4.2.3-4.1.3-1")
+    members = deb_members(path)
+    assert members["/usr/bin/dcgm-exporter"][0].mode == 0o755
+    # One stand-in, two names (it looks at the name it was called by).
+    assert deb_file(path, "/usr/bin/dcgm-exporter") == deb_file(core, "/usr/bin/dcgmi")
+    unit = deb_file(path, "/usr/lib/systemd/system/nvidia-dcgm-exporter.service").decode()
+    assert "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv\n" in unit
+    counters = deb_file(path, "/etc/dcgm-exporter/default-counters.csv").decode()
+    assert "DCGM_FI_DEV_GPU_TEMP, gauge," in counters
+    conffiles = subprocess.run(["dpkg-deb", "--info", str(path), "conffiles"], check=True, capture_output=True,
+                               text=True).stdout
+    assert conffiles.split() == ["/etc/dcgm-exporter/default-counters.csv"]
+    fields = next(f for f in index(mirror, distro) if f["Package"] == "datacenter-gpu-manager-exporter")
+    assert fields["Depends"] == "datacenter-gpu-manager-4-core (>= 1:4)"
+
+
+@pytest.mark.parametrize("distro", DISTROS)
 def test_fabric_manager_exists_for_every_driver_release(mirror, distro):
     for branch in ("550", "570"):
         driver = "nvidia-driver" if distro.startswith("debian") else "nvidia-driver-%s" % branch

@@ -18,8 +18,8 @@ The default is http://127.0.0.1:$MIRROR_PORT/cuda/repos (MIRROR_PORT defaults to
 tests/sim/mirror/mirror.sh serves OUTDIR=build/mirror/cuda.
 
 Needs dpkg-deb, apt-ftparchive (apt-utils) and gpg; installs the missing ones with apt-get (as root).
-Does nothing when OUTDIR holds a complete build of the same inputs (this script, the fake NVML library,
-the base URL).
+Does nothing when OUTDIR holds a complete build of the same inputs (this script, the stand-ins it packages, the fake
+NVML library, the base URL).
 """
 
 import argparse
@@ -63,6 +63,8 @@ ARCHIVES = {
 }
 ARCHIVE_LABEL = "accelops.gpu archive stand-in"
 FAKE_DKMS = ROOT / "tests" / "sim" / "host" / "fake-dkms.py"
+# dcgmi and dcgm-exporter of the DCGM packages: one stand-in script that reads NVML (see its docstring).
+DCGM_STAND_IN = HERE / "dcgm_stand_in.py"
 
 # Every package of NVIDIA's repositories names this maintainer.
 MAINTAINER = "cudatools <cudatools@nvidia.com>"
@@ -127,6 +129,9 @@ NCCL_VERSIONS = ("2.21.5-1+cuda12.4", "2.26.2-1+cuda12.8")
 # DCGM 3 is one package with an epoch; DCGM 4 split into a core package and one per CUDA major release.
 DCGM3_VERSION = "1:3.3.9"
 DCGM4_VERSION = "1:4.2.3-1"
+# dcgm-exporter's package: the DCGM release it was built against, then its own.
+DCGM_EXPORTER_VERSION = "4.2.3-4.1.3-1"
+DCGM_EXPORTER_COUNTERS = "/etc/dcgm-exporter/default-counters.csv"
 
 # What cuda-keyring installs, with the paths of the real package.
 KEYRING_VERSION = "1.1-1"
@@ -573,7 +578,7 @@ def cuda_packages():
 
 
 def library_packages():
-    """cuDNN 9 and NCCL (each release pinned to itself by exact dependencies) and DCGM 3 and 4."""
+    """cuDNN 9 and NCCL (each release pinned to itself by exact dependencies), DCGM 3 and 4, dcgm-exporter."""
     packages = []
     for version in CUDNN_VERSIONS:
         packages += [
@@ -592,14 +597,33 @@ def library_packages():
                     depends=(exact("libnccl2", version),)),
         ]
     dcgm_unit = {"%s/nvidia-dcgm.service" % UNITDIR: unit("NVIDIA DCGM service")}
+    stand_in = b"#!/usr/bin/python3\n" + DCGM_STAND_IN.read_bytes()
+    exporter_unit = (
+        "[Unit]\nDescription=NVIDIA DCGM exporter (accelops.gpu test mirror stand-in)\n"
+        "Wants=nvidia-dcgm.service\nAfter=nvidia-dcgm.service\n\n"
+        "[Service]\nType=simple\nExecStart=/usr/bin/dcgm-exporter -f %s\nRestart=on-failure\n\n"
+        "[Install]\nWantedBy=multi-user.target\n" % DCGM_EXPORTER_COUNTERS).encode()
+    counters = (
+        b"# Format\n# DCGM FIELD, Prometheus metric type, help message\n\n"
+        b"DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
+        b"DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).\n"
+        b"DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"
+        b"DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).\n"
+        b"DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.\n")
     packages += [
         Package("datacenter-gpu-manager", DCGM3_VERSION, "NVIDIA Data Center GPU Manager (DCGM) 3",
                 files=dict(dcgm_unit), conflicts=("datacenter-gpu-manager-4-core",)),
         Package("datacenter-gpu-manager-4-core", DCGM4_VERSION, "NVIDIA Data Center GPU Manager (DCGM) 4, core",
-                files=dict(dcgm_unit), conflicts=("datacenter-gpu-manager",), replaces=("datacenter-gpu-manager",)),
+                depends=("python3",), files={**dcgm_unit, "/usr/bin/dcgmi": (stand_in, 0o755)},
+                conflicts=("datacenter-gpu-manager",), replaces=("datacenter-gpu-manager",)),
         Package("datacenter-gpu-manager-4-cuda12", DCGM4_VERSION,
                 "NVIDIA Data Center GPU Manager (DCGM) 4, CUDA 12 support",
                 depends=(exact("datacenter-gpu-manager-4-core", DCGM4_VERSION),)),
+        Package("datacenter-gpu-manager-exporter", DCGM_EXPORTER_VERSION,
+                "NVIDIA DCGM exporter for Prometheus", depends=(at_least("datacenter-gpu-manager-4-core", "1:4"),),
+                files={"/usr/bin/dcgm-exporter": (stand_in, 0o755), DCGM_EXPORTER_COUNTERS: counters,
+                       "%s/nvidia-dcgm-exporter.service" % UNITDIR: exporter_unit},
+                conffiles=(DCGM_EXPORTER_COUNTERS,)),
     ]
     return packages
 
@@ -807,7 +831,8 @@ def sha256_file(path):
 
 def inputs_digest(fake_nvml, base_url):
     digest = hashlib.sha256()
-    for part in (sha256_file(__file__), sha256_file(FAKE_DKMS), sha256_file(fake_nvml), base_url):
+    for part in (sha256_file(__file__), sha256_file(FAKE_DKMS), sha256_file(DCGM_STAND_IN), sha256_file(fake_nvml),
+                 base_url):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()
 
