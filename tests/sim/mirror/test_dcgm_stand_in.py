@@ -66,7 +66,7 @@ def test_diag_fails_persistence_mode_off_and_a_pending_row_remap_per_gpu(tool):
 def test_diag_fails_a_lost_gpu_and_errs_without_nvml(tool):
     lost = tool("dcgmi", "diag", "-r", "1", "-j", fixture="gpu-lost")
     assert lost.returncode == 226
-    gpus, _ = results(lost.stdout)
+    gpus = results(lost.stdout)[0]
     assert [gpu["entity_id"] for gpu in gpus if gpu["status"] == "Fail"] == [2]
     down = tool("dcgmi", "diag", "-r", "1", "-j", fixture="driver-not-loaded")
     assert down.returncode == 1
@@ -85,6 +85,15 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def scrape(port, server):
+    for _attempt in range(100):
+        try:
+            return urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+        except OSError:
+            time.sleep(0.05)
+    return pytest.fail("the stand-in did not answer: %s" % server.stderr.read())
+
+
 def test_exporter_serves_the_counters_it_is_given_per_gpu(tool, tmp_path):
     counters = tmp_path / "counters.csv"
     counters.write_text("# DCGM FIELD, type, help\nDCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
@@ -93,14 +102,7 @@ def test_exporter_serves_the_counters_it_is_given_per_gpu(tool, tmp_path):
     server = tool("dcgm-exporter", "-a", "127.0.0.1:%d" % port, "-f", str(counters), "-r", "localhost:5555",
                   extra=["gpu.0.temperature_c=71"], wait=False)
     try:
-        for _ in range(100):
-            try:
-                text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
-                break
-            except OSError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("the stand-in did not answer: %s" % server.stderr.read())
+        text = scrape(port, server)
     finally:
         server.kill()
         server.wait()
@@ -110,6 +112,20 @@ def test_exporter_serves_the_counters_it_is_given_per_gpu(tool, tmp_path):
     assert lines[0].startswith('DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-')
     assert 'modelName="NVIDIA H100 80GB HBM3"' in lines[0]
     assert lines[0].endswith("} 71")
+
+
+def test_exporter_leaves_out_a_lost_gpu_and_serves_the_others(tool, tmp_path):
+    counters = tmp_path / "counters.csv"
+    counters.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    port = free_port()
+    server = tool("dcgm-exporter", "-a", "127.0.0.1:%d" % port, "-f", str(counters), fixture="gpu-lost", wait=False)
+    try:
+        text = scrape(port, server)
+    finally:
+        server.kill()
+        server.wait()
+    gpus = [line.split('gpu="')[1].split('"')[0] for line in text.splitlines() if not line.startswith("#")]
+    assert gpus == ["0", "1", "3"]
 
 
 def test_exporter_refuses_an_unknown_flag(tool):

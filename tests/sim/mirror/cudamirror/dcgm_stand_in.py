@@ -59,7 +59,7 @@ class Nvml:
     def text(self, name, handle):
         buffer = ctypes.create_string_buffer(96)
         self.call(name, handle, buffer, ctypes.c_uint(96))
-        return buffer.value.decode()
+        return buffer.value.decode(errors="replace")
 
     def gpus(self):
         """(index, handle) per GPU; the handle is None for a GPU that NVML counts and cannot reach."""
@@ -72,14 +72,14 @@ class Nvml:
             yield index, handle
 
     def remapped(self, handle):
-        values = [ctypes.c_uint() for _ in range(4)]
+        values = [ctypes.c_uint() for _slot in range(4)]
         self.call("nvmlDeviceGetRemappedRows", handle, *(ctypes.byref(value) for value in values))
         return [value.value for value in values]
 
     def pci_bus_id(self, handle):
         info = PciInfo()
         self.call("nvmlDeviceGetPciInfo_v3", handle, ctypes.byref(info))
-        return info.busId.decode()
+        return info.busId.decode(errors="replace")
 
 
 # --- dcgmi ------------------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ def software_warnings(nvml, index, handle):
     except NvmlError as error:
         warnings.append("Persistence Mode: cannot read GPU %d: %s" % (index, error))
     try:
-        _, _, pending, failure = nvml.remapped(handle)
+        pending, failure = nvml.remapped(handle)[2:]
         if failure:
             warnings.append("Page Retirement/Row Remap: GPU %d had uncorrectable memory errors and row remapping "
                             "failed. Run a field diagnostic on the GPU." % index)
@@ -178,15 +178,19 @@ def metrics(fields, hostname):
     for index, handle in nvml.gpus():
         if handle is None:
             continue
-        labels = 'gpu="%d",UUID="%s",pci_bus_id="%s",device="nvidia%d",modelName="%s",Hostname="%s"' % (
-            index, escape(nvml.text("nvmlDeviceGetUUID", handle)), escape(nvml.pci_bus_id(handle)), index,
-            escape(nvml.text("nvmlDeviceGetName", handle)), escape(hostname))
-        if "DCGM_FI_DEV_GPU_TEMP" in fields:
-            value = nvml.uint("nvmlDeviceGetTemperature", handle, ctypes.c_int(NVML_TEMPERATURE_GPU))
-            lines["DCGM_FI_DEV_GPU_TEMP"].append("DCGM_FI_DEV_GPU_TEMP{%s} %d" % (labels, value))
-        if "DCGM_FI_DEV_POWER_USAGE" in fields:
-            value = nvml.uint("nvmlDeviceGetPowerUsage", handle) / 1000.0
-            lines["DCGM_FI_DEV_POWER_USAGE"].append("DCGM_FI_DEV_POWER_USAGE{%s} %.3f" % (labels, value))
+        # A GPU that NVML cannot read is left out, as dcgm-exporter leaves it: the others are still served.
+        try:
+            labels = 'gpu="%d",UUID="%s",pci_bus_id="%s",device="nvidia%d",modelName="%s",Hostname="%s"' % (
+                index, escape(nvml.text("nvmlDeviceGetUUID", handle)), escape(nvml.pci_bus_id(handle)), index,
+                escape(nvml.text("nvmlDeviceGetName", handle)), escape(hostname))
+            if "DCGM_FI_DEV_GPU_TEMP" in fields:
+                value = nvml.uint("nvmlDeviceGetTemperature", handle, ctypes.c_int(NVML_TEMPERATURE_GPU))
+                lines["DCGM_FI_DEV_GPU_TEMP"].append("DCGM_FI_DEV_GPU_TEMP{%s} %d" % (labels, value))
+            if "DCGM_FI_DEV_POWER_USAGE" in fields:
+                value = nvml.uint("nvmlDeviceGetPowerUsage", handle) / 1000.0
+                lines["DCGM_FI_DEV_POWER_USAGE"].append("DCGM_FI_DEV_POWER_USAGE{%s} %.3f" % (labels, value))
+        except NvmlError:
+            continue
     text = []
     helps = {"DCGM_FI_DEV_GPU_TEMP": "GPU temperature (in C).", "DCGM_FI_DEV_POWER_USAGE": "Power draw (in W)."}
     for field in fields:
@@ -206,7 +210,7 @@ def exporter(args):
         options[flag] = rest[1]
         rest = rest[2:]
     fields = counters(options["-f"])
-    host, _, port = options["-a"].rpartition(":")
+    host, port = options["-a"].rsplit(":", 1) if ":" in options["-a"] else ("", options["-a"])
     hostname = socket.gethostname()
 
     class Handler(http.server.BaseHTTPRequestHandler):
