@@ -66,8 +66,8 @@ def options_table(options):
     lines = ["| Variable | Type | Default | What it does |", "|---|---|---|---|"]
     for name in sorted(options):
         option = options[name] or {}
-        lines.append("| `%s` | %s | %s | %s |" % (name, cell(kind(option)), cell(default(option)),
-                                                 cell(" ".join(paragraphs(option.get("description"))))))
+        what = " ".join(paragraphs(option.get("description")))
+        lines.append("| `%s` | %s | %s | %s |" % (name, cell(kind(option)), cell(default(option)), cell(what)))
     return lines
 
 
