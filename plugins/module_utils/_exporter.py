@@ -67,6 +67,10 @@ class XidWatcher:
         self._thread = None
 
     def start(self):
+        """Start the watch; a watcher already watching is left as it is (two watches would count each XID twice)."""
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stop.clear()
         self._thread = threading.Thread(target=self.run, name="xid-watcher", daemon=True)
         self._thread.start()
         return self
@@ -168,9 +172,13 @@ def _lock_of(watcher):
 
 
 def _scrape_with(lock, hostname, sysfs_root, lib, watcher):
-    """One scrape under the lock, with the watcher's XID counts where one watches."""
-    with lock:
-        return scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+    """One scrape under the lock, with the watcher's XID counts where one watches; whatever raises on the way is the
+    error page, never an empty answer or a dropped connection."""
+    try:
+        with lock:
+            return scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+    except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
+        return failed(hostname, "%s: %s" % (type(exc).__name__, exc))
 
 
 def scrape(hostname, sysfs_root="/sys", lib=None, xid=None):
@@ -212,7 +220,9 @@ def write_textfile(path, text):
     # A new file of its own (O_EXCL): never one that another process or a link left under the same name.
     descriptor, temporary = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        # As over HTTP: a character UTF-8 cannot hold (a surrogate from an undecodable path or message) is replaced,
+        # not a write that fails at every round.
+        with os.fdopen(descriptor, "w", encoding="utf-8", errors="replace") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -371,6 +381,8 @@ def main(argv=None, lib=None):
     args = parser.parse_args(argv)
     if not args.hostname or any(c in args.hostname for c in "\n\r\0") or not _utf8(args.hostname):
         parser.error("--hostname must be one line of UTF-8 text")
+    if not args.sysfs_root or any(c in args.sysfs_root for c in "\n\r\0") or not _utf8(args.sysfs_root):
+        parser.error("--sysfs-root must be one line of UTF-8 text")
     if args.interval and not (args.textfile and 1 <= args.interval <= 3600):
         parser.error("--interval goes with --textfile and is from 1 to 3600 seconds")
     # A service watches XID events between its readings; one reading and exit has nothing to watch.

@@ -230,6 +230,36 @@ def until(condition, timeout=20.0):
         time.sleep(0.02)
 
 
+@pytest.mark.parametrize("root", ["/sys\udcff", "/sys\n/x", ""])
+def test_sysfs_root_must_be_one_line_of_utf8(root, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _exporter.main(["--textfile", "x.prom", "--sysfs-root", root])
+    assert exit_info.value.code == 2
+    assert "--sysfs-root must be one line of UTF-8 text" in capsys.readouterr().err
+
+
+def test_a_textfile_with_text_utf8_cannot_hold_is_still_written(tmp_path):
+    target = tmp_path / "gpu.prom"
+    _exporter.write_textfile(str(target), 'accelops_gpu_xid_watch_down_info{reason="bad \udcff byte"} 1\n')
+    assert target.read_text(encoding="utf-8") == 'accelops_gpu_xid_watch_down_info{reason="bad ? byte"} 1\n'
+
+
+def test_a_scrape_that_raises_outside_the_reading_answers_the_error_page(nvml_fixture, monkeypatch):
+    nvml_fixture("dgx-h100")
+    calls = []
+
+    def scrape(*args):
+        calls.append(args)
+        raise MemoryError("out of memory") if len(calls) == 1 else RuntimeError("no session")
+
+    monkeypatch.setattr(_exporter, "scrape", scrape)
+    text = _exporter._scrape_with(threading.Lock(), "node1", "/sys", None, None)
+    families = parse(text)
+    assert value(families, "accelops_gpu_nvml_up", Hostname="node1") == 0
+    assert 'error="RuntimeError: no session"' in _exporter._scrape_with(threading.Lock(), "node1", "/sys", None, None)
+    assert "MemoryError: out of memory" in text
+
+
 @pytest.fixture
 def watcher():
     started = []
@@ -407,3 +437,23 @@ def test_a_gpu_lost_after_its_xid_keeps_its_series_when_the_watch_restarts(nvml_
     assert 2 in xid.watched
     assert value(families, "accelops_gpu_lost", gpu=2) == 1
     assert value(families, "accelops_gpu_xid_errors_total", gpu=2, xid=79) == 1
+
+
+def test_a_second_start_does_not_start_a_second_watch(nvml_fixture):
+    path = nvml_fixture("pcie-l40s")
+    xid = _exporter.XidWatcher(threading.Lock(), poll_s=0.02, retry_s=0.1)
+    try:
+        assert xid.start() is xid.start()
+        deadline = time.monotonic() + 20
+        while not xid.up and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert xid.up, xid.error
+        with path.open("a") as fixture:
+            fixture.write("gpu.1.xid.1=63\n")
+        while not xid.counts and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)
+        assert xid.counts == {(1, 63): 1}
+        assert xid.starts == 1
+    finally:
+        xid.stop()
