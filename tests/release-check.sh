@@ -19,6 +19,32 @@ if tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|
   exit 1
 fi
 
+# Galaxy's own import check, offline, on the tarball: its ansible-lint, ansible-doc, metadata, changelog and README
+# checks. Any warning or error fails the release. It runs from a virtual environment of its own under build/,
+# kept while its pinned requirements stay the same.
+root=$(cd "$(dirname "$0")/.." && pwd)
+importer_venv=$root/build/venv-galaxy-importer
+importer_reqs=$root/tests/release/galaxy-importer-requirements.txt
+if ! cmp -s "$importer_reqs" "$importer_venv/.installed"; then
+  rm -rf "$importer_venv"
+  python3 -m venv "$importer_venv"
+  "$importer_venv/bin/python" -m pip install -q -r "$importer_reqs" 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+  cp "$importer_reqs" "$importer_venv/.installed"
+fi
+mkdir -p "$work/importer/tmp"
+if ! (cd "$work/importer" && env PATH="$importer_venv/bin:$PATH" GALAXY_IMPORTER_CONFIG=/dev/null \
+      GALAXY_IMPORTER_RUN_ANSIBLE_TEST=false GALAXY_IMPORTER_OFFLINE_ANSIBLE_LINT=true \
+      GALAXY_IMPORTER_TMP_ROOT_DIR="$work/importer/tmp" GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP="$work/importer/tmp" \
+      ANSIBLE_HOME="$work/importer/ansible-home" \
+      python -m galaxy_importer.main "$tarball" >"$work/importer/out.log" 2>&1) ||
+   grep -E '^(WARNING|ERROR)' "$work/importer/out.log" >/dev/null ||
+   ! grep -q '^Importer processing completed successfully' "$work/importer/out.log"; then
+  echo "release-check: galaxy-importer did not accept $(basename "$tarball") without warnings:" >&2
+  grep -E '^(WARNING|ERROR)' "$work/importer/out.log" | head -20 >&2 || tail -20 "$work/importer/out.log" >&2
+  exit 1
+fi
+echo "galaxy-importer $(grep -E '^galaxy.importer==' "$importer_reqs" | cut -d= -f3): imported, 0 warnings, 0 errors"
+
 export ANSIBLE_COLLECTIONS_PATH="$work/collections"
 ansible-galaxy collection install --offline -p "$work/collections" "$tarball" >/dev/null
 cd "$work"  # away from the checkout, so nothing resolves from it

@@ -72,7 +72,7 @@ say "persistence mode before: $persistence; check mode asked for $flip; after: $
 
 gpus=$(value "$out/gpu_facts.json" 'r["ansible_facts"]["nvidia"]["gpu_count"]')
 # As the role installs it: the script with the shared checks beside it.
-cp "$root/roles/pytorch/files/validate_pytorch.py" "$root/roles/_python_env/files/framework_validation.py" "$scratch/"
+cp "$root/roles/pytorch/files/validate_pytorch.py" "$root/roles/python_env/files/framework_validation.py" "$scratch/"
 step validate_pytorch "$out/validate_pytorch.json" env PYTHONUNBUFFERED=1 "$py" \
   "$scratch/validate_pytorch.py" --expect-gpus="${gpus:-0}"
 say "    $(value "$out/validate_pytorch.json" 'r.get("statement") or r.get("failure")')"

@@ -16,7 +16,7 @@ checks torch.distributed where there is no GPU.
 --ntasks-per-node; NCCL with one rank per GPU, or Gloo on the CPU), with the rendezvous on the step's first node at
 --port; rank 0 prints the bus bandwidth (playbooks/validate.yml runs it for each pair of nodes).
 Used by the accelops.gpu.pytorch role (verify step) and playbooks/validate.yml. framework_validation.py (from the
-internal _python_env role) sits beside it and runs the checks in order.
+internal python_env role) sits beside it and runs the checks in order.
 """
 
 from __future__ import annotations

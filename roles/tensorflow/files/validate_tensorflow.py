@@ -16,7 +16,7 @@ reduction to one device), which checks tf.distribute where there is no GPU.
 --ntasks-per-node; MultiWorkerMirroredStrategy: NCCL with one rank per GPU, or the ring over gRPC on the CPU), rank r
 listening at --port + r; rank 0 prints the bus bandwidth (playbooks/validate.yml runs it for each pair of nodes).
 Used by the accelops.gpu.tensorflow role (verify step) and playbooks/validate.yml. framework_validation.py (from the
-internal _python_env role) sits beside it and runs the checks in order.
+internal python_env role) sits beside it and runs the checks in order.
 """
 
 from __future__ import annotations

@@ -381,14 +381,14 @@ TORCH_ERROR = ("/opt/accelops-gpu/pytorch/lib/python3.11/site-packages/torch/inc
                "all.h:5:2: error: #error C++17 or later compatible compiler is required to use PyTorch.")
 TF_ERROR = ("/opt/accelops-gpu/tensorflow/lib/python3.11/site-packages/tensorflow/include/xla/printer.h:29:10: fatal "
             "error: highwayhash/arch_specific.h: No such file or directory")
-# The message is the internal _python_env role's, with the arguments each framework role gives its horovod entry point.
-BUILD_FAILED = preflight_task("_python_env", "Stop where Horovod did not build", "horovod.yml")["ansible.builtin.fail"]
+# The message is the internal python_env role's, with the arguments each framework role gives its horovod entry point.
+BUILD_FAILED = preflight_task("python_env", "Stop where Horovod did not build", "horovod.yml")["ansible.builtin.fail"]
 HOROVOD_ARGS = {role: preflight_task(role, "Install Horovod where it can be built", "install.yml")["vars"]
                 for role in ("pytorch", "tensorflow")}
 
 
 def build_failure(role, msg):
-    return BATCH.add([*role_files(role), ROOT / "roles" / "_python_env" / "vars" / "main.yml"],
+    return BATCH.add([*role_files(role), ROOT / "roles" / "python_env" / "vars" / "main.yml"],
                      {"ansible_facts": NO_GPU,
                       "__python_env_horovod_build": {"cmd": ["pip"], "msg": msg, "failed_when_result": False}},
                      [("message", BUILD_FAILED["msg"])], task_vars=HOROVOD_ARGS[role])
@@ -417,7 +417,7 @@ def test_horovod_build_failure_in_one_line(key, parts):
 def test_validation_script_without_the_framework(role, script, tmp_path):
     """Run by a Python without the framework, the script says so in JSON and exits 2. -S leaves out every
     site-packages directory, so the framework cannot be imported whatever this machine has installed."""
-    for source in (ROOT / "roles" / role / "files" / script, ROOT / "roles" / "_python_env" / "files" /
+    for source in (ROOT / "roles" / role / "files" / script, ROOT / "roles" / "python_env" / "files" /
                    "framework_validation.py"):  # as the role installs them: side by side
         shutil.copy(source, tmp_path)
     child = subprocess.run([sys.executable, "-I", "-S", str(tmp_path / script)],

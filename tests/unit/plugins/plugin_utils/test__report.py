@@ -26,7 +26,7 @@ from simnode import ROOT, load_sim_script
 
 mkfabric = load_sim_script("host/mkfabric.py", "mkfabric")
 SPEC = importlib.util.spec_from_file_location(
-    "framework_validation", ROOT / "roles" / "_python_env" / "files" / "framework_validation.py")
+    "framework_validation", ROOT / "roles" / "python_env" / "files" / "framework_validation.py")
 fv = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(fv)
 

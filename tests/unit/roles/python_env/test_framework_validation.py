@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""roles/_python_env/files/framework_validation.py: the order of the checks and the verdict that both validation
+"""roles/python_env/files/framework_validation.py: the order of the checks and the verdict that both validation
 scripts share, driven with a framework double (the real frameworks run in molecule/frameworks)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from simnode import ROOT
 
 SPEC = importlib.util.spec_from_file_location(
-    "framework_validation", ROOT / "roles" / "_python_env" / "files" / "framework_validation.py")
+    "framework_validation", ROOT / "roles" / "python_env" / "files" / "framework_validation.py")
 fv = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(fv)
 
