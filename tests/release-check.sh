@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Build the collection tarball, install it into an empty collections path, and render the docs of every module,
 # filter and role from there; check that the playbooks resolve by their collection names.
-# Usage: tests/release-check.sh WORKDIR
+# Usage: tests/release-check.sh WORKDIR [--no-importer]   (--no-importer: leave out galaxy-importer and
+#                                                          ansible-builder, which do not use the ansible-core on PATH)
 set -euo pipefail
 
-work=$(realpath -m "${1:?usage: tests/release-check.sh WORKDIR}")
+work=$(realpath -m "${1:?usage: tests/release-check.sh WORKDIR [--no-importer]}")
+importer=${2:-}
 rm -rf "$work"
 mkdir -p "$work/collections"
 
@@ -19,56 +21,110 @@ if tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|
   exit 1
 fi
 
-# Galaxy's own import check, offline, on the tarball: its ansible-lint, ansible-doc, metadata, changelog and README
-# checks. Any warning or error fails the release. It runs from a virtual environment of its own under build/,
-# kept while its pinned requirements stay the same.
 root=$(cd "$(dirname "$0")/.." && pwd)
-importer_venv=$root/build/venv-galaxy-importer
-importer_reqs=$root/tests/release/galaxy-importer-requirements.txt
-if ! cmp -s "$importer_reqs" "$importer_venv/.installed"; then
-  rm -rf "$importer_venv"
-  python3 -m venv "$importer_venv"
-  "$importer_venv/bin/python" -m pip install -q -r "$importer_reqs" 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
-  cp "$importer_reqs" "$importer_venv/.installed"
+# The release tools (galaxy-importer, ansible-builder) run from a virtual environment of their own under build/, kept
+# while their pinned requirements stay the same.
+tools=$root/build/venv-release-tools
+tools_reqs=$root/tests/release/tools-requirements.txt
+release_tools() {
+  if ! cmp -s "$tools_reqs" "$tools/.installed"; then
+    rm -rf "$tools"
+    python3 -m venv "$tools"
+    "$tools/bin/python" -m pip install -q -r "$tools_reqs" \
+      2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+    cp "$tools_reqs" "$tools/.installed"
+  fi
+}
+
+# Galaxy's own import check, offline, on the tarball: its ansible-lint, ansible-doc, metadata, changelog and README
+# checks. Any warning or error fails the release.
+galaxy_import() {
+  local log=$work/importer/out.log
+  mkdir -p "$work/importer/tmp"
+  if ! (cd "$work/importer" && env PATH="$tools/bin:$PATH" GALAXY_IMPORTER_CONFIG=/dev/null \
+        GALAXY_IMPORTER_RUN_ANSIBLE_TEST=false GALAXY_IMPORTER_OFFLINE_ANSIBLE_LINT=true \
+        GALAXY_IMPORTER_TMP_ROOT_DIR="$work/importer/tmp" GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP="$work/importer/tmp" \
+        ANSIBLE_HOME="$work/importer/ansible-home" \
+        python -m galaxy_importer.main "$tarball" >"$log" 2>&1) ||
+     grep -E '^(WARNING|ERROR)' "$log" >/dev/null || ! grep -q '^Importer processing completed successfully' "$log"; then
+    echo "release-check: galaxy-importer did not accept $(basename "$tarball") without warnings:" >&2
+    grep -E '^(WARNING|ERROR)' "$log" | head -20 >&2 || tail -20 "$log" >&2
+    exit 1
+  fi
+  echo "galaxy-importer $(grep -E '^galaxy.importer==' "$tools_reqs" | cut -d= -f3): imported, 0 warnings, 0 errors"
+}
+
+# An execution environment: ansible-builder finds the collection's controller-side needs (meta/execution-environment.yml)
+# in the installed collection, and `ansible-builder create` makes a build context from tests/release's definition
+# with the tarball in it. Building the image needs its base image from a registry, which is out of reach here.
+execution_environment() {
+  local ee=$work/ee deps
+  deps=$("$tools/bin/ansible-builder" introspect --sanitize "$work/collections")
+  if ! grep -q "openssh-client \[platform:dpkg\].*from collection accelops.gpu" <<<"$deps"; then
+    echo "release-check: ansible-builder introspect does not find accelops.gpu's requirements:" >&2
+    echo "$deps" >&2
+    exit 1
+  fi
+  mkdir -p "$ee"
+  cp "$root/tests/release/execution-environment.yml" "$ee/"
+  cp "$tarball" "$ee/accelops-gpu.tar.gz"
+  (cd "$ee" && "$tools/bin/ansible-builder" create --file execution-environment.yml --context context \
+        --output-filename Containerfile >create.log 2>&1) || {
+    echo "release-check: ansible-builder create failed:" >&2
+    cat "$ee/create.log" >&2
+    exit 1
+  }
+  if ! cmp -s "$tarball" "$ee/context/_build/collections/accelops-gpu.tar.gz" ||
+     ! grep -q '/tmp/collections/accelops-gpu.tar.gz' "$ee/context/_build/requirements.yml" ||
+     ! grep -q 'ansible-galaxy collection install' "$ee/context/Containerfile"; then
+    echo "release-check: ansible-builder's build context lacks the collection or its install step ($ee/context)" >&2
+    exit 1
+  fi
+  echo "ansible-builder $(grep -E '^ansible-builder==' "$tools_reqs" | cut -d= -f3): build context in $ee/context"
+}
+
+if [ "$importer" != --no-importer ]; then
+  release_tools
+  galaxy_import
 fi
-mkdir -p "$work/importer/tmp"
-if ! (cd "$work/importer" && env PATH="$importer_venv/bin:$PATH" GALAXY_IMPORTER_CONFIG=/dev/null \
-      GALAXY_IMPORTER_RUN_ANSIBLE_TEST=false GALAXY_IMPORTER_OFFLINE_ANSIBLE_LINT=true \
-      GALAXY_IMPORTER_TMP_ROOT_DIR="$work/importer/tmp" GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP="$work/importer/tmp" \
-      ANSIBLE_HOME="$work/importer/ansible-home" \
-      python -m galaxy_importer.main "$tarball" >"$work/importer/out.log" 2>&1) ||
-   grep -E '^(WARNING|ERROR)' "$work/importer/out.log" >/dev/null ||
-   ! grep -q '^Importer processing completed successfully' "$work/importer/out.log"; then
-  echo "release-check: galaxy-importer did not accept $(basename "$tarball") without warnings:" >&2
-  grep -E '^(WARNING|ERROR)' "$work/importer/out.log" | head -20 >&2 || tail -20 "$work/importer/out.log" >&2
-  exit 1
-fi
-echo "galaxy-importer $(grep -E '^galaxy.importer==' "$importer_reqs" | cut -d= -f3): imported, 0 warnings, 0 errors"
 
 export ANSIBLE_COLLECTIONS_PATH="$work/collections"
 ansible-galaxy collection install --offline -p "$work/collections" "$tarball" >/dev/null
 cd "$work"  # away from the checkout, so nothing resolves from it
+[ "$importer" = --no-importer ] || execution_environment
 
-check_doc() {  # type name
-  local out
-  if ! out=$(ansible-doc -t "$1" "$2" 2>&1) || ! grep -q "accelops.gpu" <<<"$out" || grep -q '^\[WARNING\]' <<<"$out"; then
-    echo "release-check: ansible-doc -t $1 $2 failed:" >&2
-    echo "$out" | head -20 >&2
+# One ansible-doc run per plugin type renders every plugin of it in full; each must be there, and no warning.
+check_docs() {  # type name...
+  local type=$1 out name
+  shift
+  if ! out=$(ANSIBLE_NOCOLOR=1 ansible-doc -t "$type" "$@" 2>&1) || grep -q '^\[WARNING\]' <<<"$out"; then
+    echo "release-check: ansible-doc -t $type failed:" >&2
+    grep -A5 '^\[WARNING\]\|ERROR' <<<"$out" | head -20 >&2
     exit 1
   fi
-  echo "ansible-doc -t $1 $2: ok"
+  for name in "$@"; do
+    if ! grep -qiE "^> .*$name([^a-z0-9_]|$)" <<<"$out"; then
+      echo "release-check: ansible-doc -t $type does not show $name" >&2
+      exit 1
+    fi
+  done
+  echo "ansible-doc -t $type: $# rendered ($*)"
 }
 
 installed="$work/collections/ansible_collections/accelops/gpu"
-for f in "$installed"/plugins/modules/*.py; do check_doc module "accelops.gpu.$(basename "$f" .py)"; done
+modules=() filters=() roles=()
+for f in "$installed"/plugins/modules/*.py; do modules+=("accelops.gpu.$(basename "$f" .py)"); done
 for f in "$installed"/plugins/filter/*.py; do
   for name in $(python3 - "$f" <<'PY'
 import re, sys
 print(" ".join(re.findall(r'"(\w+)": \w+', open(sys.argv[1]).read().split("def filters", 1)[1])))
 PY
-  ); do check_doc filter "accelops.gpu.$name"; done
+  ); do filters+=("accelops.gpu.$name"); done
 done
-for r in "$installed"/roles/*/; do check_doc role "accelops.gpu.$(basename "$r")"; done
+for r in "$installed"/roles/*/; do roles+=("accelops.gpu.$(basename "$r")"); done
+check_docs module "${modules[@]}"
+check_docs filter "${filters[@]}"
+check_docs role "${roles[@]}"
 
 printf 'all:\n  children:\n    gpu_nodes:\n      hosts:\n        node1:\n' >"$work/inventory.yml"
 for p in "$installed"/playbooks/*.yml; do

@@ -16,10 +16,16 @@ dest="$work/ansible_collections/accelops/gpu"
 
 # ansible-test bootstraps pip in each of its venvs with a get-pip script from a host this network cannot reach;
 # it uses a cached copy first. This one runs the pip wheel that Python's ensurepip bundles.
+# The pip release it bootstraps depends on the ansible-core release (24.2 for 2.19, 23.1.2 for 2.17).
 cache=~/.ansible/test/cache
-for version in 24_2 24.2; do
-  script="$cache/get_pip_${version//./_}.py"
-  [ -f "$script" ] && continue
+version=$(python - <<'PY'
+import pathlib, re, ansible_test
+source = pathlib.Path(ansible_test.__file__).parent.joinpath("_internal", "python_requirements.py").read_text()
+print(re.search(r"pip='([0-9.]+)'", source).group(1))
+PY
+)
+script="$cache/get_pip_${version//./_}.py"
+if [ ! -f "$script" ]; then
   mkdir -p "$cache"
   cat >"$script" <<'PY'
 import ensurepip, glob, os, sys
@@ -29,7 +35,7 @@ from pip._internal.cli.main import main
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 sys.exit(main(["install", *args]))
 PY
-done
+fi
 
 rm -rf "$dest"
 mkdir -p "$dest"

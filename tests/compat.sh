@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Prove the collection on one ansible-core release, in a virtual environment of its own: the release check (build,
+# install, ansible-doc of every plugin and role, syntax check of every playbook), a real run of the facts playbook and
+# of the gpu_settings role on this machine against the fake NVML (no containers), and ansible-test sanity.
+# Usage: tests/compat.sh VERSION WORKDIR
+#   VERSION: an ansible-core release such as 2.17.0, installed into WORKDIR/venv (kept between runs), or "venv" for
+#   the project's own virtual environment on PATH: then galaxy-importer runs too, and sanity does not (the sanity
+#   stage of make test runs it there).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage="usage: tests/compat.sh VERSION WORKDIR"
+version=${1:?$usage}
+work=$(realpath -m "${2:?$usage}")
+root=$PWD
+fakenvml=$root/build/fakenvml
+[ -f "$fakenvml/libnvidia-ml.so.1" ] || tests/sim/nvml/fakenvml/build.sh "$fakenvml"
+
+mkdir -p "$work"
+if [ "$version" != venv ]; then
+  [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "compat: VERSION must be a release such as 2.17.0, not '$version'" >&2; exit 2; }
+  venv=$work/venv
+  # nvidia-ml-py at the version the project pins; the venv is kept between runs while the versions stay the same.
+  nvml=$(grep -E '^nvidia-ml-py==' requirements.txt)
+  want="ansible-core==$version $nvml"
+  if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install -q $want 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+    echo "$want" >"$venv/.installed"
+  fi
+  export PATH="$venv/bin:$PATH"
+fi
+python=$(command -v python)
+found=$(ansible --version | head -1)
+echo "compat: $found"
+if [ "$version" != venv ] && [[ $found != *"[core $version]"* ]]; then
+  echo "compat: expected ansible-core $version, found: $found" >&2
+  exit 1
+fi
+
+if [ "$version" = venv ]; then
+  tests/release-check.sh "$work/release"
+else
+  tests/release-check.sh "$work/release" --no-importer
+fi
+
+# The installed collection, not the checkout, from here on.
+export ANSIBLE_COLLECTIONS_PATH=$work/release/collections ANSIBLE_HOME=$work/ansible-home ANSIBLE_NOCOLOR=1
+export LD_LIBRARY_PATH=$fakenvml FAKE_NVML_FIXTURE=$work/dgx-h100.conf
+cp tests/sim/nvml/fixtures/dgx-h100.conf "$FAKE_NVML_FIXTURE"
+cat >"$work/inventory.yml" <<EOF
+gpu_nodes:
+  hosts:
+    localhost:
+      ansible_connection: local
+      ansible_python_interpreter: $python
+EOF
+play() {  # name, then ansible-playbook's arguments; the output goes to WORKDIR/NAME.log
+  local name=$1
+  shift
+  if ! ansible-playbook -i "$work/inventory.yml" "$@" >"$work/$name.log" 2>&1; then
+    echo "compat: $name failed:" >&2
+    tail -40 "$work/$name.log" >&2
+    exit 1
+  fi
+}
+recap() {  # name: the recap line of localhost in WORKDIR/NAME.log
+  grep -E '^localhost +:' "$work/$1.log"
+}
+
+mkdir -p "$work/sys"  # no PCI devices to scan: the GPUs come from NVML alone
+play facts accelops.gpu.facts -e accelops_gpu_sysfs_root="$work/sys" -v
+grep -q '"gpu_count": 8' "$work/facts.log" || { echo "compat: the facts playbook did not report 8 GPUs" >&2; exit 1; }
+echo "compat: accelops.gpu.facts reads 8 GPUs"
+
+play settings-check tests/compat/settings.yml --check --diff
+recap settings-check | grep -q 'failed=0' && grep -q 'power.limit_mw=700000' "$FAKE_NVML_FIXTURE" ||
+  { echo "compat: gpu_settings in check mode changed the fixture or failed" >&2; exit 1; }
+play settings tests/compat/settings.yml
+[ "$(grep -c 'power.limit_mw=500000' "$FAKE_NVML_FIXTURE")" -ge 1 ] || { echo "compat: gpu_settings did not set 500 W" >&2; exit 1; }
+recap settings | grep -q 'changed=[1-9]' || { echo "compat: gpu_settings reported no change" >&2; exit 1; }
+play settings-again tests/compat/settings.yml
+recap settings-again | grep -q 'changed=0.*failed=0' || { echo "compat: gpu_settings is not idempotent: $(recap settings-again)" >&2; exit 1; }
+echo "compat: gpu_settings sets 500 W (check mode changes nothing, a second run changes nothing)"
+
+unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME LD_LIBRARY_PATH FAKE_NVML_FIXTURE
+[ "$version" = venv ] || tests/sanity.sh
+echo "compat: $found passed"
