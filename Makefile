@@ -14,13 +14,14 @@ export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PATH := $(BIN):$(PATH)
 export MIRROR_PORT ?= 18080
 
-.PHONY: help venv lint sanity units browser check sim mirror molecule release compat test demo bench lock clean
+.PHONY: help venv lint sanity units browser check sim mirror molecule release compat docs test demo bench lock clean
 
 help:
 	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker (a one-node Slurm cluster, its GPU exporter) and show what it found"
 	@echo "make test     everything CI runs: lint, sanity, unit tests, molecule scenarios, release check, the oldest ansible-core"
 	@echo "make check    lint, sanity and unit tests (no Docker; a few minutes)"
 	@echo "make bench    benchmarks (results in docs/performance.md)"
+	@echo "make docs     the documentation site, offline: build/docs/html/index.html"
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt tests/setup-venv.sh
@@ -84,6 +85,10 @@ molecule: sim
 # project's own (the sanity stage covers it there).
 release: venv $(FAKENVML)
 	tests/compat.sh venv $(BUILD)/release
+
+# The collection's documentation site, offline: build/docs/html/index.html.
+docs: venv $(LINKED)
+	tests/docs-site.sh $(BUILD)/docs
 
 # The same and ansible-test sanity on the oldest ansible-core that meta/runtime.yml claims, in a venv of its own.
 OLDEST_ANSIBLE_CORE := $(shell sed -n 's/^requires_ansible: *["'"'"']>=\([0-9.]*\)["'"'"'].*/\1/p' meta/runtime.yml)

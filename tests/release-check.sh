@@ -15,9 +15,9 @@ tarball=$(ls "$work"/accelops-gpu-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 
 # Nothing that is not the product goes into the tarball.
-if tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|\.ci)/' >/dev/null; then
+if tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench|\.ci|docs/site)/|docs/(performance|simulated-node)\.md)' >/dev/null; then
   echo "release-check: the tarball holds files that build_ignore should leave out:" >&2
-  tar -tzf "$tarball" | grep -E '^(\.venv|\.ansible|build|tests|molecule|bench|\.ci)/' | head >&2
+  tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench|\.ci|docs/site)/|docs/(performance|simulated-node)\.md)' | head >&2
   exit 1
 fi
 

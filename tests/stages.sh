@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the stages of `make test` one after the other and print how long each took, also when one fails (then the run
 # stops there and fails).
-# Usage: tests/stages.sh [STAGE ...]   (default: lint sanity units sim molecule release compat)
+# Usage: tests/stages.sh [STAGE ...]   (default: lint sanity units docs sim molecule release compat)
 #   molecule              every scenario, MOLECULE_JOBS of them side by side (default 2), longest first; each one's
 #                         output goes to build/molecule/<scenario>.log and is printed in full when it fails
 #   molecule:<scenario>   one scenario, its output on the terminal
@@ -16,14 +16,14 @@ scenarios=$(for file in molecule/*/molecule.yml; do basename "$(dirname "$file")
 longest_first="nvidia_driver default cuda_toolkit slurm frameworks monitoring gpu_settings infiniband cuda_repo"
 
 if [ $# -eq 0 ]; then
-  set -- lint sanity units sim molecule release compat
+  set -- lint sanity units docs sim molecule release compat
 fi
 
 for stage in "$@"; do
   case $stage in
-    lint | sanity | units | sim | molecule | release | compat) ;;
+    lint | sanity | units | docs | sim | molecule | release | compat) ;;
     molecule:?*) [ -f "molecule/${stage#molecule:}/molecule.yml" ] || { echo "tests/stages.sh: no scenario ${stage#molecule:}" >&2; exit 2; } ;;
-    *) echo "tests/stages.sh: no stage $stage (lint sanity units sim molecule molecule:<scenario> release compat)" >&2; exit 2 ;;
+    *) echo "tests/stages.sh: no stage $stage (lint sanity units docs sim molecule molecule:<scenario> release compat)" >&2; exit 2 ;;
   esac
 done
 
