@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 
 work=$(realpath -m "${1:?usage: tests/docs-site.sh WORKDIR}")
 site=$PWD/docs/site
-# Pages about the test harness and its measurements, not the product: also left out of the tarball (galaxy.yml).
-harness_only="performance.md simulated-node.md"
+# Pages about the test harness, its measurements and the release process, not the product: also left out of the
+# tarball (galaxy.yml).
+harness_only="performance.md simulated-node.md releasing.md"
 
 # antsibull-docs' own lint of every plugin's and role's documentation (markup, references, schema).
 antsibull-docs lint-collection-docs --plugin-docs "$(ansible-galaxy collection list accelops.gpu --format json |

@@ -15,9 +15,9 @@ tarball=$(ls "$work"/accelops-gpu-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
 
 # Nothing that is not the product goes into the tarball.
-if tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench|\.ci|docs/site)/|docs/(performance|simulated-node)\.md)' >/dev/null; then
+if tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench|\.ci|docs/site)/|docs/(performance|simulated-node|releasing)\.md)' >/dev/null; then
   echo "release-check: the tarball holds files that build_ignore should leave out:" >&2
-  tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench|\.ci|docs/site)/|docs/(performance|simulated-node)\.md)' | head >&2
+  tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench|\.ci|docs/site)/|docs/(performance|simulated-node|releasing)\.md)' | head >&2
   exit 1
 fi
 
@@ -83,7 +83,46 @@ execution_environment() {
   echo "ansible-builder $(grep -E '^ansible-builder==' "$tools_reqs" | cut -d= -f3): build context in $ee/context"
 }
 
+# The changelog at release time: antsibull-changelog release, on a copy of the checkout, writes the section of
+# galaxy.yml's version with every module, filter and role new in it (their version_added).
+changelog_release() {
+  # The copy lives outside the checkout: inside it, antsibull-changelog would list the copy's files through the
+  # checkout's git, where build/ is ignored, and find no plugin.
+  local copy version section
+  scratch=$(mktemp -d "${TMPDIR:-/tmp}/accelops-gpu-changelog.XXXXXX")
+  trap 'rm -rf "$scratch"' EXIT
+  copy=$scratch/ansible_collections/accelops/gpu
+  version=$(sed -n 's/^version: *//p' "$root/galaxy.yml")
+  mkdir -p "$copy" "$work/changelog"
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) | tar -C "$copy" -xf -
+  # Its plugins from the copy alone: ansible-doc must not find the checkout on ANSIBLE_COLLECTIONS_PATH.
+  (cd "$copy" && env -u ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME="$work/changelog/ansible-home" \
+     antsibull-changelog release --version "$version" >"$work/changelog/release.log" 2>&1) || {
+    echo "release-check: antsibull-changelog release failed:" >&2
+    cat "$work/changelog/release.log" >&2
+    exit 1
+  }
+  section=$(sed -n "/^v$version\$/,\$p" "$copy/CHANGELOG.rst")
+  cp "$copy/CHANGELOG.rst" "$work/changelog/"
+  local want=("Release Summary" "New Modules" "New Roles" "Filter")
+  for heading in "${want[@]}"; do
+    grep -qx "$heading" <<<"$section" || { echo "release-check: CHANGELOG.rst for $version has no '$heading'" >&2; exit 1; }
+  done
+  local modules filters roles
+  modules=$(ls "$root"/plugins/modules/*.py | wc -l)
+  roles=$(ls -d "$root"/roles/*/ | wc -l)
+  filters=$(grep -c '^- accelops.gpu\.' <<<"$(sed -n '/^Filter$/,/^New Modules$/p' <<<"$section")")
+  [ "$(sed -n '/^New Modules$/,/^New Roles$/p' <<<"$section" | grep -c '^- accelops.gpu\.')" -eq "$modules" ] &&
+    [ "$(sed -n '/^New Roles$/,$p' <<<"$section" | grep -c '^- accelops.gpu\.')" -eq "$roles" ] || {
+    echo "release-check: CHANGELOG.rst for $version does not list the $modules modules and $roles roles as new" >&2
+    exit 1
+  }
+  echo "antsibull-changelog release $version: $modules modules, $filters filters, $roles roles new"
+}
+
 if [ "$importer" != --no-importer ]; then
+  changelog_release
   release_tools
   galaxy_import
 fi
