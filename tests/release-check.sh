@@ -109,6 +109,11 @@ changelog_release() {
   for heading in "${want[@]}"; do
     grep -qx "$heading" <<<"$section" || { echo "release-check: CHANGELOG.rst for $version has no '$heading'" >&2; exit 1; }
   done
+  # Before the first release nothing was shipped that a release could fix: a fix belongs in its feature's fragment.
+  if grep -q '^releases: {}' "$root/changelogs/changelog.yaml" && grep -qxE 'Bugfixes|Security Fixes' <<<"$section"; then
+    echo "release-check: the first release's changelog has fixes of code no release shipped; fold them into features" >&2
+    exit 1
+  fi
   local modules filters roles
   modules=$(ls "$root"/plugins/modules/*.py | wc -l)
   roles=$(ls -d "$root"/roles/*/ | wc -l)
