@@ -92,7 +92,7 @@ docs: venv $(LINKED)
 
 # The same and ansible-test sanity on the oldest ansible-core that meta/runtime.yml claims, in a venv of its own.
 OLDEST_ANSIBLE_CORE := $(shell sed -n 's/^requires_ansible: *["'"'"']>=\([0-9.]*\)["'"'"'].*/\1/p' meta/runtime.yml)
-compat: $(FAKENVML)
+compat: venv $(FAKENVML)
 	tests/compat.sh $(OLDEST_ANSIBLE_CORE) $(BUILD)/compat/$(OLDEST_ANSIBLE_CORE)
 
 # Quick work: what needs no Docker.

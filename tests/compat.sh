@@ -81,15 +81,16 @@ echo "compat: accelops.gpu.facts reads 8 GPUs"
 [ ! -e /opt/accelops-gpu ] || { echo "compat: /opt/accelops-gpu exists on this machine; remove it first" >&2; exit 1; }
 settings=(tests/compat/settings.yml --skip-tags nvml_python)
 play settings-check "${settings[@]}" --check --diff
-recap settings-check | grep -q 'failed=0' && grep -q 'power.limit_mw=700000' "$FAKE_NVML_FIXTURE" ||
+recap settings-check | grep -q 'failed=0' && cmp -s tests/sim/nvml/fixtures/dgx-h100.conf "$FAKE_NVML_FIXTURE" ||
   { echo "compat: gpu_settings in check mode changed the fixture or failed" >&2; exit 1; }
 play settings "${settings[@]}"
-[ "$(grep -c 'power.limit_mw=500000' "$FAKE_NVML_FIXTURE")" -ge 1 ] || { echo "compat: gpu_settings did not set 500 W" >&2; exit 1; }
+[ "$(grep -cE '^gpu\.[0-7]\.power\.limit_mw=500000$' "$FAKE_NVML_FIXTURE")" -eq 8 ] ||
+  { echo "compat: gpu_settings did not set 500 W on each of the 8 GPUs" >&2; exit 1; }
 recap settings | grep -q 'changed=[1-9]' || { echo "compat: gpu_settings reported no change" >&2; exit 1; }
 play settings-again "${settings[@]}"
 recap settings-again | grep -q 'changed=0.*failed=0' || { echo "compat: gpu_settings is not idempotent: $(recap settings-again)" >&2; exit 1; }
 [ ! -e /opt/accelops-gpu ] || { echo "compat: the plays installed into /opt/accelops-gpu on this machine" >&2; exit 1; }
-echo "compat: gpu_settings sets 500 W (check mode changes nothing, a second run changes nothing)"
+echo "compat: gpu_settings sets 500 W on 8 GPUs (check mode changes nothing, a second run changes nothing)"
 
 unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME LD_LIBRARY_PATH FAKE_NVML_FIXTURE
 [ "$version" = venv ] || tests/sanity.sh

@@ -88,7 +88,7 @@ execution_environment() {
 changelog_release() {
   # The copy lives outside the checkout: inside it, antsibull-changelog would list the copy's files through the
   # checkout's git, where build/ is ignored, and find no plugin.
-  local copy version section
+  local copy version
   scratch=$(mktemp -d "${TMPDIR:-/tmp}/accelops-gpu-changelog.XXXXXX")
   trap 'rm -rf "$scratch"' EXIT
   copy=$scratch/ansible_collections/accelops/gpu
@@ -103,27 +103,56 @@ changelog_release() {
     cat "$work/changelog/release.log" >&2
     exit 1
   }
-  section=$(sed -n "/^v$version\$/,\$p" "$copy/CHANGELOG.rst")
   cp "$copy/CHANGELOG.rst" "$work/changelog/"
-  local want=("Release Summary" "New Modules" "New Roles" "Filter")
-  for heading in "${want[@]}"; do
-    grep -qx "$heading" <<<"$section" || { echo "release-check: CHANGELOG.rst for $version has no '$heading'" >&2; exit 1; }
-  done
-  # Before the first release nothing was shipped that a release could fix: a fix belongs in its feature's fragment.
-  if grep -q '^releases: {}' "$root/changelogs/changelog.yaml" && grep -qxE 'Bugfixes|Security Fixes' <<<"$section"; then
-    echo "release-check: the first release's changelog has fixes of code no release shipped; fold them into features" >&2
-    exit 1
-  fi
-  local modules filters roles
-  modules=$(ls "$root"/plugins/modules/*.py | wc -l)
-  roles=$(ls -d "$root"/roles/*/ | wc -l)
-  filters=$(grep -c '^- accelops.gpu\.' <<<"$(sed -n '/^Filter$/,/^New Modules$/p' <<<"$section")")
-  [ "$(sed -n '/^New Modules$/,/^New Roles$/p' <<<"$section" | grep -c '^- accelops.gpu\.')" -eq "$modules" ] &&
-    [ "$(sed -n '/^New Roles$/,$p' <<<"$section" | grep -c '^- accelops.gpu\.')" -eq "$roles" ] || {
-    echo "release-check: CHANGELOG.rst for $version does not list the $modules modules and $roles roles as new" >&2
-    exit 1
-  }
-  echo "antsibull-changelog release $version: $modules modules, $filters filters, $roles roles new"
+  # This version's section (up to the next version's heading) lists exactly the modules, filters and roles whose
+  # version_added is this version, and has a release summary; a first release has no fixes (nothing was shipped that
+  # a release could fix: a fix belongs in its feature's fragment).
+  python - "$root" "$version" "$work/changelog/CHANGELOG.rst" <<'PY' || exit 1
+import ast, glob, os, re, sys
+import yaml
+
+root, version, changelog = sys.argv[1:]
+expected = {"New Modules": set(), "Filter": set(), "New Roles": set()}
+for path in glob.glob(os.path.join(root, "plugins/modules/*.py")):
+    for node in ast.parse(open(path, encoding="utf-8").read()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
+            if str(yaml.safe_load(node.value.value).get("version_added")) == version:
+                expected["New Modules"].add(os.path.basename(path)[:-3])
+for path in glob.glob(os.path.join(root, "plugins/filter/*.yml")):
+    doc = yaml.safe_load(open(path, encoding="utf-8"))["DOCUMENTATION"]
+    if str(doc.get("version_added")) == version:
+        expected["Filter"].add(doc["name"])
+for path in glob.glob(os.path.join(root, "roles/*/meta/argument_specs.yml")):
+    main = yaml.safe_load(open(path, encoding="utf-8"))["argument_specs"]["main"]
+    if str(main.get("version_added")) == version:
+        expected["New Roles"].add(path.split(os.sep)[-3])
+
+lines = open(changelog, encoding="utf-8").read().splitlines()
+headings = [i for i in range(len(lines) - 1) if lines[i] and re.fullmatch(r"([=~-])\1+", lines[i + 1])]
+start = next((i for i in headings if lines[i] == "v" + version), None)
+if start is None:
+    sys.exit("release-check: CHANGELOG.rst has no section v%s" % version)
+stop = next((i for i in headings if i > start and re.fullmatch(r"v\d.*", lines[i])), len(lines))
+found, heading, titles = {key: set() for key in expected}, None, set()
+for i in range(start + 1, stop):
+    if i in headings:
+        heading = lines[i]
+        titles.add(heading)
+    m = re.match(r"- accelops\.gpu\.(\w+) - ", lines[i])
+    if m and heading in found:
+        found[heading].add(m.group(1))
+problems = ["%s: missing %s, unexpected %s" % (key, sorted(expected[key] - found[key]) or "none",
+                                              sorted(found[key] - expected[key]) or "none")
+            for key in expected if found[key] != expected[key]]
+if "Release Summary" not in titles:
+    problems.append("no Release Summary")
+if yaml.safe_load(open(os.path.join(root, "changelogs/changelog.yaml")))["releases"] in ({}, None):
+    problems += ["%s in a first release" % title for title in ("Bugfixes", "Security Fixes") if title in titles]
+if problems:
+    sys.exit("release-check: CHANGELOG.rst v%s: %s" % (version, "; ".join(problems)))
+print("antsibull-changelog release %s: %s" % (version, ", ".join(
+    "%d %s" % (len(found[key]), key.replace("New ", "").lower().replace("filter", "filters")) for key in found)))
+PY
 }
 
 if [ "$importer" != --no-importer ]; then

@@ -6,16 +6,19 @@
 set -euo pipefail
 
 # A directory of its own unless one is given: two runs at once (two checkouts) must not share a copy.
+remove=()
+trap 'rm -rf "${remove[@]}"' EXIT
 if [ $# -ge 1 ]; then
   work=$1
 else
   work=$(mktemp -d "${TMPDIR:-/tmp}/accelops-gpu-sanity.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
+  remove+=("$work")
 fi
 dest="$work/ansible_collections/accelops/gpu"
 
 # ansible-test bootstraps pip in each of its venvs with a get-pip script from a host this network cannot reach;
-# it uses a cached copy first. This one runs the pip wheel that Python's ensurepip bundles.
+# it uses a cached copy first (in root's home, whatever ANSIBLE_HOME says). This one runs the pip wheel that Python's
+# ensurepip bundles, and is removed again when this run put it there.
 # The pip release it bootstraps depends on the ansible-core release (24.2 for 2.19, 23.1.2 for 2.17).
 cache=~/.ansible/test/cache
 version=$(python - <<'PY'
@@ -27,6 +30,7 @@ PY
 script="$cache/get_pip_${version//./_}.py"
 if [ ! -f "$script" ]; then
   mkdir -p "$cache"
+  remove+=("$script")
   cat >"$script" <<'PY'
 import ensurepip, glob, os, sys
 sys.path.insert(0, glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl"))[0])

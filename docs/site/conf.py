@@ -2,7 +2,7 @@
 # pages come from antsibull-docs; the guides are docs/*.md, read by MyST.
 project = "accelops.gpu"
 copyright = "accelops.gpu contributors"
-title = "accelops.gpu documentation"
+html_title = "accelops.gpu documentation"
 html_short_title = "accelops.gpu"
 
 extensions = ["sphinx.ext.intersphinx", "sphinx_antsibull_ext", "myst_parser"]
@@ -13,10 +13,8 @@ pygments_style = "ansible"
 highlight_language = "YAML+Jinja"
 
 html_theme = "sphinx_ansible_theme"
+html_theme_options = {"display_version": False}
 html_show_sphinx = False
-display_version = False
-html_use_smartypants = True
-html_use_modindex = False
 html_use_index = False
 html_copy_source = False
 
