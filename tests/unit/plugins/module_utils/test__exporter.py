@@ -171,12 +171,23 @@ def test_main_says_why_it_cannot_listen(capsys):
     assert capsys.readouterr().err.startswith("accelops-gpu-exporter: cannot listen on host:port: --listen must be")
 
 
-@pytest.mark.parametrize("hostname", ["a\nb", "", "a\rb", "node\udcff"])
-def test_hostname_must_be_one_line_of_utf8(hostname, capsys):
+HOSTNAME = "--hostname must be one line of UTF-8 text"
+INTERVAL = "--interval goes with --textfile and is from 1 to 3600 seconds"
+SYSFS_ROOT = "--sysfs-root must be one line of UTF-8 text"
+
+
+@pytest.mark.parametrize("argv, message", [
+    *[(["--textfile", "x.prom", "--hostname", hostname], HOSTNAME) for hostname in ["a\nb", "", "a\rb", "node\udcff"]],
+    (["--interval", "5"], INTERVAL),
+    (["--textfile", "x.prom", "--interval", "0.5"], INTERVAL),
+    (["--textfile", "x.prom", "--interval", "7200"], INTERVAL),
+    *[(["--textfile", "x.prom", "--sysfs-root", root], SYSFS_ROOT) for root in ["/sys\udcff", "/sys\n/x", ""]],
+])
+def test_bad_arguments_are_refused_with_usage_status(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        _exporter.main(["--textfile", "x.prom", "--hostname", hostname])
+        _exporter.main(argv)
     assert exit_info.value.code == 2
-    assert "--hostname must be one line of UTF-8 text" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_every_address_is_ipv6_and_ipv4(nvml_fixture):
@@ -214,28 +225,11 @@ def test_textfile_every_interval_keeps_going_after_a_failed_write(nvml_fixture, 
     assert value(parse(target.read_text()), "accelops_gpu_count") == 8
 
 
-@pytest.mark.parametrize("argv", [["--interval", "5"], ["--textfile", "x.prom", "--interval", "0.5"],
-                                  ["--textfile", "x.prom", "--interval", "7200"]])
-def test_interval_refusals(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        _exporter.main(argv)
-    assert exit_info.value.code == 2
-    assert "--interval goes with --textfile and is from 1 to 3600 seconds" in capsys.readouterr().err
-
-
 def until(condition, timeout=20.0):
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "not within %s s" % timeout
         time.sleep(0.02)
-
-
-@pytest.mark.parametrize("root", ["/sys\udcff", "/sys\n/x", ""])
-def test_sysfs_root_must_be_one_line_of_utf8(root, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        _exporter.main(["--textfile", "x.prom", "--sysfs-root", root])
-    assert exit_info.value.code == 2
-    assert "--sysfs-root must be one line of UTF-8 text" in capsys.readouterr().err
 
 
 def test_a_textfile_with_text_utf8_cannot_hold_is_still_written(tmp_path):
