@@ -93,9 +93,8 @@ changelog_release() {
   trap 'rm -rf "$scratch"' EXIT
   copy=$scratch/ansible_collections/accelops/gpu
   version=$(sed -n 's/^version: *//p' "$root/galaxy.yml")
-  mkdir -p "$copy" "$work/changelog"
-  (cd "$root" && git ls-files -z --cached --others --exclude-standard |
-    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) | tar -C "$copy" -xf -
+  mkdir -p "$work/changelog"
+  "$root/tests/copy-checkout.sh" "$copy"
   # Its plugins from the copy alone: ansible-doc must not find the checkout on ANSIBLE_COLLECTIONS_PATH.
   (cd "$copy" && env -u ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME="$work/changelog/ansible-home" \
      antsibull-changelog release --version "$version" >"$work/changelog/release.log" 2>&1) || {

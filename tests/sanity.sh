@@ -42,10 +42,6 @@ PY
 fi
 
 rm -rf "$dest"
-mkdir -p "$dest"
-# Tracked and new files that exist (a deleted file may still be in the index).
-git ls-files --cached --others --exclude-standard -z |
-  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-  tar --null -T - -cf - | tar -C "$dest" -xf -
+"$(dirname "$0")/copy-checkout.sh" "$dest"
 cd "$dest"
 ansible-test sanity --venv --python 3.11 --color no
