@@ -1,9 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The file_matches filter, documented in file_matches.yml: decisions on the controller from node_probe's reads."""
+"""The file_matches and pip_unmet filters, each documented in its own <name>.yml: decisions on the controller from
+node_probe's reads."""
 
 from __future__ import annotations
+
+import posixpath
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -28,6 +32,47 @@ def file_matches(state, *, kind="file", owner=None, group=None, mode=None, check
     return all(state.get(key) == value for key, value in wanted.items() if value is not None)
 
 
+# A requirement this filter can judge: a project name alone, or pinned with == to one version. Anything else (other
+# specifiers, extras, markers, URLs, paths) is left to pip.
+REQUIREMENT = re.compile(r"\A\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"
+                         r"\s*(?:==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*))?\s*\Z")
+
+
+def _project(name):
+    """A project name as PEP 503 compares them: lower case, runs of -, _ and . as one -."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pip_unmet(requirements, dist_infos):
+    """The requirements, in the order given, that the installed distributions (the paths of an environment's
+    *.dist-info directories) are not known to meet; an empty list means that pip would install nothing."""
+    if not isinstance(requirements, list) or not all(isinstance(item, str) for item in requirements):
+        raise AnsibleFilterError("pip_unmet: the input must be a list of requirement strings, got %r" % (requirements,))
+    if not isinstance(dist_infos, list) or not all(isinstance(item, str) for item in dist_infos):
+        raise AnsibleFilterError("pip_unmet: dist_infos must be a list of paths (node_probe's globs), got %r"
+                                 % (dist_infos,))
+    installed = {}
+    for path in dist_infos:
+        base = posixpath.basename(path.rstrip("/"))
+        stem = base[: -len(".dist-info")]
+        # {name}-{version}.dist-info, with any - of the name written as _ (the wheel format's escaping).
+        if not base.endswith(".dist-info") or "-" not in stem:
+            continue
+        name, version = stem.split("-", 1)
+        installed.setdefault(_project(name), set()).add(version)
+    unmet = []
+    for requirement in requirements:
+        match = REQUIREMENT.match(requirement)
+        versions = installed.get(_project(match.group(1)), set()) if match else set()
+        wanted = match.group(2) if match else None
+        # == without a local label also matches the installed version's local build (torch==2.13.0 is 2.13.0+cpu).
+        met = bool(versions) and (wanted is None or any(
+            version == wanted or ("+" not in wanted and version.split("+", 1)[0] == wanted) for version in versions))
+        if not met:
+            unmet.append(requirement)
+    return unmet
+
+
 class FilterModule:
     def filters(self):
-        return {"file_matches": file_matches}
+        return {"file_matches": file_matches, "pip_unmet": pip_unmet}

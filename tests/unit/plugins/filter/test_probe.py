@@ -1,11 +1,11 @@
-"""file_matches: node_probe's read of a path against what a file, copy or template task would leave."""
+"""file_matches and pip_unmet: node_probe's reads against what a file, copy, template or pip task would leave."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.probe import FilterModule, file_matches
+from ansible_collections.accelops.gpu.plugins.filter.probe import FilterModule, file_matches, pip_unmet
 
 CONF = {"exists": True, "type": "file", "mode": "0644", "owner": "root", "group": "root", "size": 40,
         "checksum": "faf5ce579f967aa59c9473270c4f9d7432b1d403"}
@@ -41,4 +41,48 @@ def test_bad_input(state, args, message):
 
 
 def test_registered():
-    assert FilterModule().filters() == {"file_matches": file_matches}
+    assert FilterModule().filters() == {"file_matches": file_matches, "pip_unmet": pip_unmet}
+
+
+SITE = "/opt/accelops-gpu/pytorch/lib/python3.11/site-packages/"
+DIST_INFOS = [SITE + name for name in (
+    "nvidia_ml_py-13.580.82.dist-info", "torch-2.13.0+cpu.dist-info", "typing_extensions-4.12.2.dist-info",
+    "pip-23.0.1.dist-info", "zope.interface-7.0.dist-info/", "no_version.dist-info", "numpy-2.1.0.egg-info")]
+
+
+@pytest.mark.parametrize("requirements, unmet", [
+    ([], []),
+    (["nvidia-ml-py==13.580.82"], []),
+    # Names compare as PEP 503 does: case, and runs of -, _ and ., do not matter.
+    (["NVIDIA_ML.py == 13.580.82", "Typing-Extensions", "zope-interface==7.0"], []),
+    # Without a local label, == matches the installed local build; with one, only that build.
+    (["torch==2.13.0"], []),
+    (["torch==2.13.0+cpu"], []),
+    (["torch==2.13.0+cu124"], ["torch==2.13.0+cu124"]),
+    (["torch==2.13.1", "nvidia-ml-py==13.580.82"], ["torch==2.13.1"]),
+    (["torch==2.13"], ["torch==2.13"]),
+    # Not installed: an egg-info is not read, a dist-info without a version is not a distribution.
+    (["numpy", "no-version", "tensorflow-cpu==2.21.0"], ["numpy", "no-version", "tensorflow-cpu==2.21.0"]),
+    # Left to pip: other specifiers, wildcards, extras, markers, URLs and paths.
+    (["torch>=2.13.0", "torch==2.13.*", "torch[opt]==2.13.0", "torch==2.13.0; python_version > '3'",
+      "torch @ https://example.com/torch.whl", "/opt/wheels/horovod-main.tar.gz", ""],
+     ["torch>=2.13.0", "torch==2.13.*", "torch[opt]==2.13.0", "torch==2.13.0; python_version > '3'",
+      "torch @ https://example.com/torch.whl", "/opt/wheels/horovod-main.tar.gz", ""]),
+])
+def test_pip_unmet(requirements, unmet):
+    assert pip_unmet(requirements, DIST_INFOS) == unmet
+
+
+def test_pip_unmet_empty_environment():
+    assert pip_unmet(["nvidia-ml-py==13.580.82"], []) == ["nvidia-ml-py==13.580.82"]
+
+
+@pytest.mark.parametrize("requirements, dist_infos, message", [
+    ("torch==2.13.0", [], "the input must be a list of requirement strings"),
+    ([None], [], "the input must be a list of requirement strings"),
+    (["torch"], None, "dist_infos must be a list of paths"),
+    (["torch"], {"a": 1}, "dist_infos must be a list of paths"),
+])
+def test_pip_unmet_bad_input(requirements, dist_infos, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        pip_unmet(requirements, dist_infos)
