@@ -45,7 +45,8 @@ def _project(name):
 
 def pip_unmet(requirements, dist_infos):
     """The requirements, in the order given, that the installed distributions (the paths of an environment's
-    *.dist-info directories) are not known to meet; an empty list means that pip would install nothing."""
+    *.dist-info directories) are not known to meet; an empty list means that each requirement itself is installed
+    (their dependencies are not read)."""
     if not isinstance(requirements, list) or not all(isinstance(item, str) for item in requirements):
         raise AnsibleFilterError("pip_unmet: the input must be a list of requirement strings, got %r" % (requirements,))
     if not isinstance(dist_infos, list) or not all(isinstance(item, str) for item in dist_infos):
@@ -55,10 +56,11 @@ def pip_unmet(requirements, dist_infos):
     for path in dist_infos:
         base = posixpath.basename(path.rstrip("/"))
         stem = base[: -len(".dist-info")]
-        # {name}-{version}.dist-info, with any - of the name written as _ (the wheel format's escaping).
+        # {name}-{version}.dist-info, with any - of the name written as _ (the wheel format's escaping); a version
+        # never holds a -, so an older tool's unescaped name keeps its own.
         if not base.endswith(".dist-info") or "-" not in stem:
             continue
-        name, version = stem.split("-", 1)
+        name, version = stem.rsplit("-", 1)
         installed.setdefault(_project(name), set()).add(version)
     unmet = []
     for requirement in requirements:
