@@ -10,7 +10,7 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from rolevars import preflight_task
+from rolevars import Batch, preflight_task
 
 from simnode import ROOT
 
@@ -177,3 +177,29 @@ def test_procfs_root_check(root, ok):
     templar = Templar(loader=DataLoader(), variables=variables)
     that = task["ansible.builtin.assert"]["that"]
     assert templar.template(trust_as_template("{{ %s }}" % that)) is ok
+
+
+def test_slurmd_dropin_asserts_slurm_conf():
+    assert settings(render("slurmd-dropin.conf.j2")) == ["[Unit]", "AssertPathExists=/etc/slurm/slurm.conf"]
+
+
+CONF_DIR_CHECK = preflight_task("slurm", "Check the configuration directory of this distribution")
+CONF_DIR_TEMPLATES = [("that", "{{ %s }}" % CONF_DIR_CHECK["ansible.builtin.assert"]["that"]),
+                      ("msg", CONF_DIR_CHECK["ansible.builtin.assert"]["fail_msg"])]
+CONF_DIR_BATCH = Batch()
+CONF_DIRS = [
+    ("/etc/slurm", True), ("/etc/slurm-llnl", True),
+    ("etc/slurm", False), ("/etc/slurm\nExecStartPre=/bin/sh", False), ("/etc/sl\x00urm", False),
+    ("/etc/slurm ", False), ("/etc/../tmp", False), ("", False),
+]
+
+
+@pytest.mark.parametrize("conf_dir, ok, key", [
+    (conf_dir, ok, CONF_DIR_BATCH.add([], {"__slurm_conf_dir": conf_dir}, CONF_DIR_TEMPLATES))
+    for conf_dir, ok in CONF_DIRS
+])
+def test_conf_dir_check(conf_dir, ok, key):
+    result = CONF_DIR_BATCH[key]
+    assert result["that"] is ok
+    if not ok:
+        assert result["msg"].startswith("__slurm_conf_dir: ") and result["msg"].endswith("Nothing was changed.")
