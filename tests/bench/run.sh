@@ -15,3 +15,6 @@ python "$root/tests/bench/exporter.py"
 python "$root/tests/bench/exporter.py" --double
 # A cluster of its own (a controller and five GPU nodes), started and removed here: about ten minutes.
 python "$root/tests/bench/rolling_upgrade.py"
+# A fleet of its own (1, 4 and 16 simulated GPU nodes, site.yml first converge and re-run, then Ansible's settings
+# tried on the 16): about two hours on two cores.
+python "$root/tests/bench/fleet.py"

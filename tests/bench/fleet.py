@@ -1,0 +1,261 @@
+"""Benchmark: site.yml on a simulated fleet of 1, 4 and 16 GPU nodes, first converge and converged re-run, and what
+one re-run of the largest fleet costs with other Ansible settings (figures go into docs/performance.md; nothing here
+is a test, but a re-run that changes anything, or a node other than the sick one that fails, stops the benchmark).
+
+Each size gets fresh nodes: Debian 12 containers of the simulated-node image on the host's network (as `make demo`),
+set up with tests/sim/host/prepare-node.yml, the fixtures varied: DGX H100, DGX A100 with MIG (on driver R550 as the
+others: the mirror carries no R535), 2x L40S, and one HGX H100 with a lost GPU (it stops at its GPU settings in both
+runs, as it should: "GPU 2 is lost; nothing was changed"). Slurm is left out (no slurm_controllers group): its cost
+is measured by tests/bench/site_rerun.py and tests/bench/slurm_srun.py.
+
+Per run: the wall time; the controller's CPU time (ansible-playbook and every process it waited for, the docker CLI
+included); the nodes' CPU time (their containers' cgroups); the tasks that ran, those that ran a module on a node
+and those the controller alone decided (assert, set_fact, debug, include, ...), from the task tally; per role the
+tasks that ran and their seconds summed over the nodes. The recommended settings
+(pipelining, forks = nodes, linear strategy) are the baseline; --variants re-runs the largest fleet once more with
+each of: forks 5 (Ansible's default), no pipelining, strategy free, a jsonfile fact cache, Mitogen (0.3.54 from PyPI
+into build/bench/mitogen, its strategy mitogen_linear and its own `docker` connection).
+
+Goal (issue 16): the 16-node re-run at most 3 x the one-node re-run on the 2-core machine.
+
+Usage: python tests/bench/fleet.py [--sizes 1,4,16] [--variants all|none|NAME,...] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from rolling_upgrade import ROOT, run, start  # noqa: E402
+from site_rerun import RECAP, children_cpu  # noqa: E402
+
+WORK = ROOT / "build" / "bench" / "fleet"
+PREFIX = "accelops-fleet-"
+SICK = "gpu-lost"
+# The first four are one of each kind; then the kinds of a mixed fleet with one sick node in sixteen.
+KINDS = ["dgx-h100", "dgx-a100-mig", "pcie-l40s", SICK] + ["dgx-h100", "dgx-a100-mig", "pcie-l40s", "dgx-h100"] * 3
+# The fixture values of a driver R550 node (the A100 fixture models R535, which the mirror does not carry).
+R550 = {"driver_version": "550.54.15", "nvml_version": "12.550.54.15", "cuda_driver_version": "12040"}
+MITOGEN = "mitogen==0.3.54"
+# Actions that run on the controller alone, without a round trip to the node.
+LOCAL = {"ansible.builtin." + name for name in (
+    "assert", "set_fact", "validate_argument_spec", "debug", "include_tasks", "import_tasks", "include_role",
+    "import_role", "include_vars", "meta", "fail", "group_by", "add_host", "set_stats")}
+VARIANTS = ("forks5", "no_pipelining", "free", "fact_cache", "mitogen")
+
+
+def inventory(names, mirror, key):
+    hosts = "".join("""
+        %s:
+          accelops_sim_fixture: %s
+          gpu_monitoring_listen: 127.0.0.1:%d""" % (name, KINDS[i], 9410 + i) for i, name in enumerate(names))
+    return """\
+all:
+  children:
+    gpu_nodes:
+      hosts:%(hosts)s
+  vars:
+    ansible_connection: community.docker.docker
+    ansible_python_interpreter: /usr/bin/python3
+    nvml_python_index_url: ""
+    nvml_python_find_links: ["%(mirror)s/wheels/"]
+    accelops_gpu_sysfs_root: /etc/accelops-sim/sys
+    accelops_gpu_procfs_root: /etc/accelops-sim/proc
+    accelops_sim_mirror: %(mirror)s
+    cuda_repo_base_url: %(mirror)s/cuda/repos
+    cuda_repo_key_fingerprint: %(key)s
+    cuda_repo_key_name: %(key_name)s.pub
+    nvidia_driver_branch: "550"
+    nvidia_driver_version: "%(driver)s"
+    cuda_toolkit_versions: ["12.4"]
+    pytorch_channel: cpu
+    pytorch_index_url: ""
+    pytorch_find_links: ["%(mirror)s/wheelhouse/"]
+    tensorflow_variant: cpu
+    tensorflow_index_url: ""
+    tensorflow_find_links: ["%(mirror)s/wheelhouse/"]
+""" % {"hosts": hosts, "mirror": mirror, "key": key, "key_name": key[-8:].lower(), "driver": R550["driver_version"]}
+
+
+def remove_all():
+    names = run(["docker", "ps", "-aq", "--filter", "name=^" + PREFIX]).split()
+    if names:
+        subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
+
+
+def node_cpu(names):
+    """CPU seconds the nodes' containers have used (cgroup v1 cpuacct or v2 cpu.stat)."""
+    total = 0.0
+    for cid in run(["docker", "inspect", "--format", "{{.Id}}", *names]).split():
+        v1 = Path("/sys/fs/cgroup/cpuacct/docker", cid, "cpuacct.usage")
+        v2 = Path("/sys/fs/cgroup/system.slice", "docker-%s.scope" % cid, "cpu.stat")
+        if v1.exists():
+            total += int(v1.read_text()) / 1e9
+        elif v2.exists():
+            total += int(v2.read_text().split("usage_usec ")[1].split()[0]) / 1e6
+    return total
+
+
+def recap(stdout):
+    """Per host: ok, changed, unreachable, failed, skipped (the PLAY RECAP lines)."""
+    hosts = {}
+    for line in stdout.splitlines():
+        found = RECAP.search(line)
+        if found and ":" in line:
+            hosts[line.split(":")[0].strip()] = dict(zip(("ok", "changed", "unreachable", "failed", "skipped"),
+                                                         map(int, found.groups())))
+    return hosts
+
+
+def playbook(inv, names, label, env, extra=()):
+    """One site.yml run on the fleet; the sick nodes may fail (at their health gate), no other may."""
+    tally = WORK / ("tally-%s.json" % label)
+    env = dict(env, ACCELOPS_TASK_TALLY=str(tally))
+    if extra[:1] == ["-i"]:  # a variant's own inventory in place of the fleet's
+        inv, extra = extra[1], extra[2:]
+    command = ["ansible-playbook", "-i", str(inv), str(ROOT / "playbooks" / "site.yml"),
+               "-e", json.dumps({"accelops_gpu_report_dir": str(WORK / ("report-%d" % len(names)))}), *extra]
+    cpu, nodes_cpu, began = children_cpu(), node_cpu(names), time.perf_counter()
+    with open(WORK / ("%s.log" % label), "w", encoding="utf-8") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False, env=env)
+    wall, cpu, nodes_cpu = time.perf_counter() - began, children_cpu() - cpu, node_cpu(names) - nodes_cpu
+    stdout = (WORK / ("%s.log" % label)).read_text(encoding="utf-8")
+    hosts = {host: counts for host, counts in recap(stdout).items() if host in names}  # not the report's localhost
+    sick = {name for i, name in enumerate(names) if KINDS[i] == SICK}
+    bad = {host: counts for host, counts in hosts.items()
+           if counts["unreachable"] or (counts["failed"] and host not in sick)}
+    if set(hosts) != set(names) or bad:
+        raise SystemExit("%s: nodes failed or missing from the recap %s (log %s):\n%s"
+                         % (label, bad or sorted(set(names) - set(hosts)), WORK / ("%s.log" % label),
+                            "\n".join(stdout.splitlines()[-40:])))
+    roles, local, remote = {}, 0, 0
+    for row in json.loads(tally.read_text(encoding="utf-8")):
+        role = roles.setdefault(row["role"], {"tasks_ran": 0, "node_seconds": 0.0})
+        role["tasks_ran"] += row["ok"] + row["failed"]
+        role["node_seconds"] = round(role["node_seconds"] + row["seconds"], 1)
+        for action, count in row["actions"].items():
+            local, remote = (local + count, remote) if action in LOCAL else (local, remote + count)
+    return {"wall_s": round(wall, 1), "controller_cpu_s": round(cpu, 1), "nodes_cpu_s": round(nodes_cpu, 1),
+            "tasks_on_nodes": remote, "tasks_on_controller": local,
+            "changed": sum(counts["changed"] for counts in hosts.values()),
+            "sick_failed": sorted(host for host in sick if hosts[host]["failed"]), "roles": roles}
+
+
+def prepare(names, inv, env):
+    start(names)
+    run(["ansible-playbook", "-i", str(inv), str(ROOT / "tests" / "sim" / "host" / "prepare-node.yml")],
+        log=WORK / ("prepare-%d.log" % len(names)), env=env)
+    for i, name in enumerate(names):
+        if KINDS[i] == "dgx-a100-mig":
+            edits = [arg for key, value in R550.items() for arg in ("-e", "s/^%s=.*/%s=%s/" % (key, key, value))]
+            run(["docker", "exec", name, "sed", "-i", *edits, "/etc/accelops-sim/nvml.conf"])
+
+
+def variant_env(name, env, count):
+    """The settings of one variant, as environment and extra arguments to ansible-playbook."""
+    if name == "forks5":
+        return dict(env, ANSIBLE_FORKS="5"), []
+    if name == "no_pipelining":
+        return dict(env, ANSIBLE_PIPELINING="False"), []
+    if name == "free":
+        return dict(env, ANSIBLE_STRATEGY="free"), []
+    if name == "fact_cache":
+        return dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(WORK / "facts"),
+                    ANSIBLE_CACHE_PLUGIN_TIMEOUT="86400"), []
+    if name == "mitogen":
+        target = WORK / "mitogen"
+        if not (target / "ansible_mitogen").is_dir():
+            run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target), MITOGEN])
+        # Its own connection name, in the inventory: as an extra variable it would also apply to the report's tasks
+        # on the controller (delegated to localhost).
+        inv = WORK / ("inventory-mitogen-%d.yml" % count)
+        inv.write_text((WORK / ("inventory-%d.yml" % count)).read_text(encoding="utf-8").replace(
+            "ansible_connection: community.docker.docker", "ansible_connection: docker"), encoding="utf-8")
+        return (dict(env, ANSIBLE_STRATEGY_PLUGINS=str(target / "ansible_mitogen" / "plugins" / "strategy"),
+                     ANSIBLE_STRATEGY="mitogen_linear", PYTHONPATH=str(target)), ["-i", str(inv)])
+    raise SystemExit("unknown variant %r" % name)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--sizes", default="1,4,16", help="fleet sizes, 1 to 16 (default 1,4,16)")
+    parser.add_argument("--variants", default="all",
+                        help="all, none or a comma-separated list of %s (default all)" % ", ".join(VARIANTS))
+    parser.add_argument("--keep", action="store_true", help="leave the largest fleet running afterwards")
+    args = parser.parse_args()
+    try:
+        sizes = sorted({int(size) for size in args.sizes.split(",")})
+    except ValueError:
+        raise SystemExit("--sizes must be numbers from 1 to 16 separated by commas, got %r" % args.sizes) from None
+    if not sizes or sizes[0] < 1 or sizes[-1] > len(KINDS):
+        raise SystemExit("--sizes must be numbers from 1 to %d, got %r" % (len(KINDS), args.sizes))
+    variants = {"all": list(VARIANTS), "none": []}.get(args.variants, args.variants.split(","))
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        raise SystemExit("--variants: unknown %s; allowed: all, none or %s" % (unknown, ", ".join(VARIANTS)))
+    WORK.mkdir(parents=True, exist_ok=True)
+    mirror = run([str(ROOT / "tests" / "sim" / "mirror" / "mirror.sh"), "url"]).strip()
+    key = (ROOT / "build" / "mirror" / "cuda" / "fingerprint").read_text(encoding="utf-8").strip()
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
+               ANSIBLE_HOME=str(ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", ANSIBLE_PIPELINING="True",
+               ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="task_tally")
+    results = {"sizes": {}, "variants": {}}
+    out = ROOT / "build" / "bench" / "fleet.json"
+    try:
+        for size in sizes:
+            remove_all()
+            names = [PREFIX + "%02d" % (i + 1) for i in range(size)]
+            inv = WORK / ("inventory-%d.yml" % size)
+            inv.write_text(inventory(names, mirror, key), encoding="utf-8")
+            size_env = dict(env, ANSIBLE_FORKS=str(size))
+            print("== %d node(s): starting and preparing (logs in %s)" % (size, WORK), flush=True)
+            prepare(names, inv, size_env)
+            print("== %d node(s): first converge" % size, flush=True)
+            first = playbook(inv, names, "first-%d" % size, size_env)
+            print("   %.1f s, controller CPU %.1f s" % (first["wall_s"], first["controller_cpu_s"]), flush=True)
+            print("== %d node(s): converged re-run" % size, flush=True)
+            rerun = playbook(inv, names, "rerun-%d" % size, size_env)
+            if rerun["changed"]:
+                raise SystemExit("the re-run of %d node(s) changed %d tasks (log %s)"
+                                 % (size, rerun["changed"], WORK / ("rerun-%d.log" % size)))
+            print("   %.1f s, controller CPU %.1f s" % (rerun["wall_s"], rerun["controller_cpu_s"]), flush=True)
+            results["sizes"][size] = {"first_converge": first, "rerun": rerun}
+            out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        size = sizes[-1]
+        for name in variants:
+            print("== %d node(s): re-run with %s" % (size, name), flush=True)
+            var_env, extra = variant_env(name, dict(env, ANSIBLE_FORKS=str(size)), size)
+            if name == "fact_cache":  # one run fills the cache
+                playbook(inv, names, "fill-%s-%d" % (name, size), var_env, extra)
+            try:
+                result = playbook(inv, names, "%s-%d" % (name, size), var_env, extra)
+            except SystemExit as failed:  # a setting that breaks the run is a finding, not the end of the benchmark
+                print("   failed: %s" % str(failed).partition("\n")[0], flush=True)
+                results["variants"][name] = {"failed": str(failed)[-2000:]}
+                continue
+            print("   %.1f s, controller CPU %.1f s" % (result["wall_s"], result["controller_cpu_s"]), flush=True)
+            results["variants"][name] = result
+            out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    finally:
+        if not args.keep:
+            remove_all()
+    one, most = results["sizes"].get(1), results["sizes"][sizes[-1]]
+    if one and sizes[-1] > 1:
+        results["rerun_ratio"] = round(most["rerun"]["wall_s"] / one["rerun"]["wall_s"], 2)
+        print("re-run of %d nodes: %.2f times the one-node re-run (goal: at most 3)"
+              % (sizes[-1], results["rerun_ratio"]))
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print("written to %s; the fleet report of %d nodes: %s" % (out, sizes[-1], WORK / ("report-%d" % sizes[-1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
