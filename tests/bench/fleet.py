@@ -1,6 +1,7 @@
 """Benchmark: site.yml on a simulated fleet of 1, 4 and 16 GPU nodes, first converge and converged re-run, and what
 one re-run of the largest fleet costs with other Ansible settings (figures go into docs/performance.md; nothing here
-is a test, but a re-run that changes anything, or a node other than the sick one that fails, stops the benchmark).
+is a test, but a re-run that changes anything, a node other than the sick one that fails, or a sick node that does
+not stop in its GPU settings stops the benchmark).
 
 Each size gets fresh nodes: Debian 12 containers of the simulated-node image on the host's network (as `make demo`),
 set up with tests/sim/host/prepare-node.yml, the fixtures varied: DGX H100, DGX A100 with MIG (on driver R550 as the
@@ -14,7 +15,8 @@ and those the controller alone decided (assert, set_fact, debug, include, ...), 
 tasks that ran and their seconds summed over the nodes. The recommended settings
 (pipelining, forks = nodes, linear strategy) are the baseline; --variants re-runs the largest fleet once more with
 each of: forks 5 (Ansible's default), no pipelining, strategy free, a jsonfile fact cache, Mitogen (0.3.54 from PyPI
-into build/bench/mitogen, its strategy mitogen_linear and its own `docker` connection).
+into build/bench/fleet/mitogen, its strategy mitogen_linear and its own `docker` connection). Any ansible.cfg and
+ANSIBLE_* settings of the caller's are left out: the baseline is always the same.
 
 Goal (issue 16): the 16-node re-run at most 3 x the one-node re-run on the 2-core machine.
 
@@ -26,6 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -35,11 +40,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from rolling_upgrade import ROOT, run, start  # noqa: E402
-from site_rerun import RECAP, children_cpu  # noqa: E402
+from site_rerun import children_cpu  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "fleet"
 PREFIX = "accelops-fleet-"
 SICK = "gpu-lost"
+# Where the sick node must stop, and how.
+SICK_ROLE, SICK_MESSAGE = "accelops.gpu.gpu_settings", "GPU 2 is lost; nothing was changed"
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"
+                   r"\s+rescued=(\d+)\s+ignored=(\d+)", re.MULTILINE)
 # The first four are one of each kind; then the kinds of a mixed fleet with one sick node in sixteen.
 KINDS = ["dgx-h100", "dgx-a100-mig", "pcie-l40s", SICK] + ["dgx-h100", "dgx-a100-mig", "pcie-l40s", "dgx-h100"] * 3
 # The fixture values of a driver R550 node (the A100 fixture models R535, which the mirror does not carry).
@@ -86,37 +95,58 @@ all:
 
 
 def remove_all():
-    names = run(["docker", "ps", "-aq", "--filter", "name=^" + PREFIX]).split()
-    if names:
-        subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
+    names = [PREFIX + "%02d" % (i + 1) for i in range(len(KINDS))]
+    subprocess.run(["docker", "rm", "-f", *names], capture_output=True, check=False)
 
 
 def node_cpu(names):
-    """CPU seconds the nodes' containers have used (cgroup v1 cpuacct or v2 cpu.stat)."""
+    """CPU seconds the nodes' containers have used (cgroup v1 cpuacct, or v2 cpu.stat with either cgroup driver)."""
     total = 0.0
     for cid in run(["docker", "inspect", "--format", "{{.Id}}", *names]).split():
         v1 = Path("/sys/fs/cgroup/cpuacct/docker", cid, "cpuacct.usage")
-        v2 = Path("/sys/fs/cgroup/system.slice", "docker-%s.scope" % cid, "cpu.stat")
+        v2 = [Path("/sys/fs/cgroup/system.slice", "docker-%s.scope" % cid, "cpu.stat"),
+              Path("/sys/fs/cgroup/docker", cid, "cpu.stat")]
         if v1.exists():
             total += int(v1.read_text()) / 1e9
-        elif v2.exists():
-            total += int(v2.read_text().split("usage_usec ")[1].split()[0]) / 1e6
+        elif any(path.exists() for path in v2):
+            stat = next(path for path in v2 if path.exists()).read_text()
+            total += int(stat.split("usage_usec ")[1].split()[0]) / 1e6
+        else:
+            raise SystemExit("no cgroup CPU account found for container %s" % cid)
     return total
 
 
 def recap(stdout):
-    """Per host: ok, changed, unreachable, failed, skipped (the PLAY RECAP lines)."""
-    hosts = {}
-    for line in stdout.splitlines():
-        found = RECAP.search(line)
-        if found and ":" in line:
-            hosts[line.split(":")[0].strip()] = dict(zip(("ok", "changed", "unreachable", "failed", "skipped"),
-                                                         map(int, found.groups())))
-    return hosts
+    """Per host: ok, changed, unreachable, failed, skipped, rescued, ignored (the last PLAY RECAP)."""
+    keys = ("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored")
+    last = stdout.rpartition("PLAY RECAP")[2]
+    return {found[0]: dict(zip(keys, map(int, found[1:]))) for found in RECAP.findall(last)}
+
+
+def judge(names, hosts, rows, report, stdout):
+    """What is wrong with a run: its recap per host, task tally, fleet report and output."""
+    sick = {name for i, name in enumerate(names) if KINDS[i] == SICK}
+    bad = {host: counts for host, counts in hosts.items()
+           if counts["unreachable"] or counts["ignored"] or counts["rescued"]
+           or bool(counts["failed"]) != (host in sick)}
+    sick_roles = {row["role"] for row in rows if row["host"] in sick and row["failed"]}
+    problems = []
+    if set(hosts) != set(names) or bad:
+        problems.append("nodes failed, not as expected, or missing from the recap: %s"
+                        % (bad or sorted(set(names) - set(hosts))))
+    if sick and (sick_roles != {SICK_ROLE} or SICK_MESSAGE not in stdout):
+        problems.append("the sick node did not stop in %s with %r (it failed in %s)"
+                        % (SICK_ROLE, SICK_MESSAGE, sorted(sick_roles) or "nothing"))
+    if sorted(node["name"] for node in report["failed"]) != sorted(sick) or report["unreachable"]:
+        problems.append("the fleet report names as failed %s and as unreachable %s, not the sick nodes %s"
+                        % (report["failed"], report["unreachable"], sorted(sick)))
+    return problems
 
 
 def playbook(inv, names, label, env, extra=()):
-    """One site.yml run on the fleet; the sick nodes may fail (at their health gate), no other may."""
+    """One site.yml run on the fleet. The sick nodes must fail, in their GPU settings and with the lost GPU's message;
+    no other node may fail, be unreachable or have an error ignored (the report ignores them), and the fleet report
+    must name exactly the sick nodes as failed."""
     tally = WORK / ("tally-%s.json" % label)
     env = dict(env, ACCELOPS_TASK_TALLY=str(tally))
     if extra[:1] == ["-i"]:  # a variant's own inventory in place of the fleet's
@@ -129,15 +159,14 @@ def playbook(inv, names, label, env, extra=()):
     wall, cpu, nodes_cpu = time.perf_counter() - began, children_cpu() - cpu, node_cpu(names) - nodes_cpu
     stdout = (WORK / ("%s.log" % label)).read_text(encoding="utf-8")
     hosts = {host: counts for host, counts in recap(stdout).items() if host in names}  # not the report's localhost
-    sick = {name for i, name in enumerate(names) if KINDS[i] == SICK}
-    bad = {host: counts for host, counts in hosts.items()
-           if counts["unreachable"] or (counts["failed"] and host not in sick)}
-    if set(hosts) != set(names) or bad:
-        raise SystemExit("%s: nodes failed or missing from the recap %s (log %s):\n%s"
-                         % (label, bad or sorted(set(names) - set(hosts)), WORK / ("%s.log" % label),
-                            "\n".join(stdout.splitlines()[-40:])))
+    rows = json.loads(tally.read_text(encoding="utf-8"))
+    report = json.loads((WORK / ("report-%d" % len(names)) / "fleet.json").read_text(encoding="utf-8"))
+    problems = judge(names, hosts, rows, report, stdout)
+    if problems:
+        raise SystemExit("%s: %s (log %s):\n%s" % (label, "; ".join(problems), WORK / ("%s.log" % label),
+                                                   "\n".join(stdout.splitlines()[-40:])))
     roles, local, remote = {}, 0, 0
-    for row in json.loads(tally.read_text(encoding="utf-8")):
+    for row in rows:
         role = roles.setdefault(row["role"], {"tasks_ran": 0, "node_seconds": 0.0})
         role["tasks_ran"] += row["ok"] + row["failed"]
         role["node_seconds"] = round(role["node_seconds"] + row["seconds"], 1)
@@ -146,7 +175,7 @@ def playbook(inv, names, label, env, extra=()):
     return {"wall_s": round(wall, 1), "controller_cpu_s": round(cpu, 1), "nodes_cpu_s": round(nodes_cpu, 1),
             "tasks_on_nodes": remote, "tasks_on_controller": local,
             "changed": sum(counts["changed"] for counts in hosts.values()),
-            "sick_failed": sorted(host for host in sick if hosts[host]["failed"]), "roles": roles}
+            "roles": roles}
 
 
 def prepare(names, inv, env):
@@ -168,6 +197,7 @@ def variant_env(name, env, count):
     if name == "free":
         return dict(env, ANSIBLE_STRATEGY="free"), []
     if name == "fact_cache":
+        shutil.rmtree(WORK / "facts", ignore_errors=True)  # filled by this run's first playbook, not an earlier one
         return dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(WORK / "facts"),
                     ANSIBLE_CACHE_PLUGIN_TIMEOUT="86400"), []
     if name == "mitogen":
@@ -197,17 +227,26 @@ def main():
         raise SystemExit("--sizes must be numbers from 1 to 16 separated by commas, got %r" % args.sizes) from None
     if not sizes or sizes[0] < 1 or sizes[-1] > len(KINDS):
         raise SystemExit("--sizes must be numbers from 1 to %d, got %r" % (len(KINDS), args.sizes))
-    variants = {"all": list(VARIANTS), "none": []}.get(args.variants, args.variants.split(","))
+    variants = {"all": list(VARIANTS), "none": []}.get(args.variants, list(dict.fromkeys(args.variants.split(","))))
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
-        raise SystemExit("--variants: unknown %s; allowed: all, none or %s" % (unknown, ", ".join(VARIANTS)))
+        raise SystemExit("--variants: unknown %s; allowed: all, none (alone) or a list of %s"
+                         % (unknown, ", ".join(VARIANTS)))
+    # Ctrl-C and SIGTERM alike remove the fleet (the finally below); SIGTERM would otherwise skip it.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGHUP, lambda signum, _frame: sys.exit(128 + signum))
     WORK.mkdir(parents=True, exist_ok=True)
     mirror = run([str(ROOT / "tests" / "sim" / "mirror" / "mirror.sh"), "url"]).strip()
     key = (ROOT / "build" / "mirror" / "cuda" / "fingerprint").read_text(encoding="utf-8").strip()
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
+    # The caller's Ansible settings are left out, so that the baseline is always the recommended one.
+    config = WORK / "ansible.cfg"
+    config.write_text("# empty: tests/bench/fleet.py sets what it measures through the environment\n", encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
+    env = dict(env, ANSIBLE_CONFIG=str(config), ANSIBLE_STRATEGY="linear", ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / "build" / "collections"),
                ANSIBLE_HOME=str(ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", ANSIBLE_PIPELINING="True",
                ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="task_tally")
-    results = {"sizes": {}, "variants": {}}
+    results = {"sizes": {}, "variants": {}, "variants_size": sizes[-1] if variants else None}
     out = ROOT / "build" / "bench" / "fleet.json"
     try:
         for size in sizes:
@@ -229,30 +268,34 @@ def main():
             print("   %.1f s, controller CPU %.1f s" % (rerun["wall_s"], rerun["controller_cpu_s"]), flush=True)
             results["sizes"][size] = {"first_converge": first, "rerun": rerun}
             out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        one, most = results["sizes"].get(1), results["sizes"][sizes[-1]]
+        if one and sizes[-1] > 1:
+            results["rerun_ratio"] = round(most["rerun"]["wall_s"] / one["rerun"]["wall_s"], 2)
+            print("re-run of %d nodes: %.2f times the one-node re-run (goal: at most 3)"
+                  % (sizes[-1], results["rerun_ratio"]), flush=True)
         size = sizes[-1]
         for name in variants:
             print("== %d node(s): re-run with %s" % (size, name), flush=True)
-            var_env, extra = variant_env(name, dict(env, ANSIBLE_FORKS=str(size)), size)
-            if name == "fact_cache":  # one run fills the cache
-                playbook(inv, names, "fill-%s-%d" % (name, size), var_env, extra)
             try:
+                var_env, extra = variant_env(name, dict(env, ANSIBLE_FORKS=str(size)), size)
+                if name == "fact_cache":  # one run fills the cache
+                    playbook(inv, names, "fill-%s-%d" % (name, size), var_env, extra)
                 result = playbook(inv, names, "%s-%d" % (name, size), var_env, extra)
-            except SystemExit as failed:  # a setting that breaks the run is a finding, not the end of the benchmark
+                if result["changed"]:
+                    raise SystemExit("the re-run changed %d tasks" % result["changed"])
+            except (SystemExit, subprocess.CalledProcessError) as failed:
+                # A setting that breaks the run is a finding, not the end of the benchmark.
                 print("   failed: %s" % str(failed).partition("\n")[0], flush=True)
-                results["variants"][name] = {"failed": str(failed)[-2000:]}
-                continue
-            print("   %.1f s, controller CPU %.1f s" % (result["wall_s"], result["controller_cpu_s"]), flush=True)
+                result = {"failed": str(failed)[-2000:]}
+            else:
+                print("   %.1f s, controller CPU %.1f s" % (result["wall_s"], result["controller_cpu_s"]),
+                      flush=True)
             results["variants"][name] = result
             out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     finally:
         if not args.keep:
             remove_all()
-    one, most = results["sizes"].get(1), results["sizes"][sizes[-1]]
-    if one and sizes[-1] > 1:
-        results["rerun_ratio"] = round(most["rerun"]["wall_s"] / one["rerun"]["wall_s"], 2)
-        print("re-run of %d nodes: %.2f times the one-node re-run (goal: at most 3)"
-              % (sizes[-1], results["rerun_ratio"]))
-    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print("written to %s; the fleet report of %d nodes: %s" % (out, sizes[-1], WORK / ("report-%d" % sizes[-1])))
     return 0
 

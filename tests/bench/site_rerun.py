@@ -41,14 +41,13 @@ def timed(command, env):
 
 
 class ExecCounter:
-    """Every `docker exec` on the nodes while it runs (a live `docker events` stream: the daemon keeps only the last
+    """Every `docker exec` on the node while it runs (a live `docker events` stream: the daemon keeps only the last
     few hundred events for --since), and the module runs among them (those that start Python)."""
 
-    def __init__(self, *nodes):
-        filters = [arg for node in nodes for arg in ("--filter", "container=" + node)]
+    def __init__(self, node):
         self.events = subprocess.Popen(
-            ["docker", "events", *filters, "--filter", "event=exec_start", "--format", "{{.Action}}"],
-            stdout=subprocess.PIPE, text=True)
+            ["docker", "events", "--filter", "container=" + node, "--filter", "event=exec_start",
+             "--format", "{{.Action}}"], stdout=subprocess.PIPE, text=True)
         time.sleep(0.5)
 
     def stop(self):
