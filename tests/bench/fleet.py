@@ -39,7 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from rolling_upgrade import ROOT, run, start  # noqa: E402
+from rolling_upgrade import ROOT, node_vars, run, start  # noqa: E402
 from site_rerun import children_cpu  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "fleet"
@@ -72,26 +72,14 @@ all:
     gpu_nodes:
       hosts:%(hosts)s
   vars:
-    ansible_connection: community.docker.docker
-    ansible_python_interpreter: /usr/bin/python3
-    nvml_python_index_url: ""
-    nvml_python_find_links: ["%(mirror)s/wheels/"]
-    accelops_gpu_sysfs_root: /etc/accelops-sim/sys
-    accelops_gpu_procfs_root: /etc/accelops-sim/proc
-    accelops_sim_mirror: %(mirror)s
-    cuda_repo_base_url: %(mirror)s/cuda/repos
-    cuda_repo_key_fingerprint: %(key)s
-    cuda_repo_key_name: %(key_name)s.pub
-    nvidia_driver_branch: "550"
-    nvidia_driver_version: "%(driver)s"
-    cuda_toolkit_versions: ["12.4"]
+%(node_vars)s    cuda_toolkit_versions: ["12.4"]
     pytorch_channel: cpu
     pytorch_index_url: ""
     pytorch_find_links: ["%(mirror)s/wheelhouse/"]
     tensorflow_variant: cpu
     tensorflow_index_url: ""
     tensorflow_find_links: ["%(mirror)s/wheelhouse/"]
-""" % {"hosts": hosts, "mirror": mirror, "key": key, "key_name": key[-8:].lower(), "driver": R550["driver_version"]}
+""" % {"hosts": hosts, "mirror": mirror, "node_vars": node_vars(mirror, key, R550["driver_version"])}
 
 
 def remove_all():

@@ -51,6 +51,25 @@ def run(argv, log=None, **kwargs):
     return None
 
 
+def node_vars(mirror, key, driver):
+    """The inventory variables (under all.vars) of simulated nodes that install from the local mirror: its signed CUDA
+    repository with driver branch 550 at the given release, its wheels, and the fake sysfs and procfs."""
+    return """\
+    ansible_connection: community.docker.docker
+    ansible_python_interpreter: /usr/bin/python3
+    nvml_python_index_url: ""
+    nvml_python_find_links: ["%(mirror)s/wheels/"]
+    accelops_gpu_sysfs_root: /etc/accelops-sim/sys
+    accelops_gpu_procfs_root: /etc/accelops-sim/proc
+    accelops_sim_mirror: %(mirror)s
+    cuda_repo_base_url: %(mirror)s/cuda/repos
+    cuda_repo_key_fingerprint: %(key)s
+    cuda_repo_key_name: %(key_name)s.pub
+    nvidia_driver_branch: "550"
+    nvidia_driver_version: "%(driver)s"
+""" % {"mirror": mirror, "key": key, "key_name": key[-8:].lower(), "driver": driver}
+
+
 def inventory(names, mirror, key):
     ctl, nodes = names[0], names[1:]
     hosts = "".join("""
@@ -67,22 +86,10 @@ all:
       vars:
         accelops_sim_fixture: pcie-l40s
   vars:
-    ansible_connection: community.docker.docker
-    ansible_python_interpreter: /usr/bin/python3
-    nvml_python_index_url: ""
-    nvml_python_find_links: ["%(mirror)s/wheels/"]
-    accelops_gpu_sysfs_root: /etc/accelops-sim/sys
-    accelops_gpu_procfs_root: /etc/accelops-sim/proc
-    accelops_sim_mirror: %(mirror)s
-    cuda_repo_base_url: %(mirror)s/cuda/repos
-    cuda_repo_key_fingerprint: %(key)s
-    cuda_repo_key_name: %(key_name)s.pub
-    nvidia_driver_branch: "550"
-    nvidia_driver_version: %(old)s
-    slurm_node_address: 127.0.0.1
+%(node_vars)s    slurm_node_address: 127.0.0.1
     slurm_slurmctld_port: 16900
     upgrade_driver_reboot_tasks: %(reboot)s
-""" % {"ctl": ctl, "hosts": hosts, "mirror": mirror, "key": key, "key_name": key[-8:].lower(), "old": OLD,
+""" % {"ctl": ctl, "hosts": hosts, "node_vars": node_vars(mirror, key, OLD),
        "reboot": ROOT / "tests" / "sim" / "host" / "reboot.yml"}
 
 
