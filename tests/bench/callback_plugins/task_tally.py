@@ -1,5 +1,6 @@
 """Tally of a run for the benchmarks: per host and role, the tasks that ran, changed or were skipped, and the seconds
-they took, written as JSON to the file named by ACCELOPS_TASK_TALLY when the run ends."""
+they took, written as JSON to the file named by ACCELOPS_TASK_TALLY when the run ends; beside it, in that name with
+".tasks" added, each task's own record (host, role, name, action, outcome, seconds)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super().__init__()
         self._started = {}
+        self._tasks = []
         self._tally = collections.defaultdict(
             lambda: {"ok": 0, "changed": 0, "skipped": 0, "failed": 0, "seconds": 0.0, "actions": {}})
 
@@ -47,6 +49,8 @@ class CallbackModule(CallbackBase):
             entry["changed"] += 1
         if start is not None:
             entry["seconds"] += time.monotonic() - start
+            self._tasks.append({"host": host, "role": self._role(task), "task": task.get_name(), "action": task.action,
+                                "outcome": outcome, "seconds": round(time.monotonic() - start, 3)})
         if outcome != "skipped":
             entry["actions"][task.action] = entry["actions"].get(task.action, 0) + 1
 
@@ -66,3 +70,5 @@ class CallbackModule(CallbackBase):
         rows = [dict(host=host, role=role, **entry) for (host, role), entry in self._tally.items()]
         with open(path, "w", encoding="utf-8") as out:
             json.dump(rows, out, indent=1)
+        with open(path + ".tasks", "w", encoding="utf-8") as out:
+            json.dump(self._tasks, out, indent=1)
