@@ -155,5 +155,15 @@ def _name(lookup, number):
         return str(number)
 
 
+def user_state(name):
+    """An account as `getent passwd NAME` gives it (the name service, not only /etc/passwd)."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return {"exists": False}
+    return {"exists": True, "uid": entry.pw_uid, "gid": entry.pw_gid, "comment": entry.pw_gecos, "home": entry.pw_dir,
+            "shell": entry.pw_shell}
+
+
 def expand_globs(patterns):
     return {pattern: sorted(glob.glob(pattern)) for pattern in patterns}

@@ -57,14 +57,21 @@ options:
     type: list
     elements: str
     default: []
+  users:
+    description:
+      - Accounts (names) to look up as C(getent passwd) does, through the system's name service.
+    type: list
+    elements: str
+    default: []
   commands:
     description:
       - Read-only commands to run, from a fixed set (C(apt_policy) is C(apt-cache policy), C(dkms_status) is
-        C(dkms status)), with C(LC_ALL=C). Their C(rc), C(stdout), C(stderr) and C(stdout_lines) are returned under
-        that name, as M(ansible.builtin.command) registers them. A command that is not installed gets rc 127.
+        C(dkms status), C(slurmd_hardware) is C(slurmd -C)), with C(LC_ALL=C). Their C(rc), C(stdout), C(stderr)
+        and C(stdout_lines) are returned under that name, as M(ansible.builtin.command) registers them. A command that
+        is not installed gets rc 127.
     type: list
     elements: str
-    choices: [apt_policy, dkms_status]
+    choices: [apt_policy, dkms_status, slurmd_hardware]
     default: []
 extends_documentation_fragment:
   - accelops.gpu.attributes
@@ -130,6 +137,12 @@ globs:
   returned: always
   type: dict
   sample: {"/boot/vmlinuz-*": ["/boot/vmlinuz-6.1.0-18-amd64"]}
+users:
+  description: Per account asked for, C(exists) and, where it exists, C(uid), C(gid), C(comment), C(home) and C(shell).
+  returned: always
+  type: dict
+  sample: {"accelops-gpu-exporter": {"exists": true, "uid": 998, "gid": 998, "comment": "accelops.gpu GPU exporter",
+           "home": "/nonexistent", "shell": "/usr/sbin/nologin"}}
 services:
   description: Per unit, C(load_state), C(active_state), C(sub_state) and C(unit_file_state); C(null) without systemd.
   returned: always
@@ -152,7 +165,8 @@ from ansible_collections.accelops.gpu.plugins.module_utils import _probe
 
 ENVIRON = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 # The only commands the module runs for O(commands): each only reads.
-COMMANDS = {"apt_policy": ["apt-cache", "policy"], "dkms_status": ["dkms", "status"]}
+COMMANDS = {"apt_policy": ["apt-cache", "policy"], "dkms_status": ["dkms", "status"],
+            "slurmd_hardware": ["slurmd", "-C"]}
 
 
 def run(module, argv):
@@ -219,12 +233,13 @@ def main():
             read=dict(type="list", elements="str", default=[]),
             globs=dict(type="list", elements="str", default=[]),
             services=dict(type="list", elements="str", default=[]),
+            users=dict(type="list", elements="str", default=[]),
             commands=dict(type="list", elements="str", choices=sorted(COMMANDS), default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    for key in ("candidates", "services"):
+    for key in ("candidates", "services", "users"):
         bad = [name for name in params[key] if not name or name.startswith("-")
                or any(c.isspace() or c in "*?[" for c in name)]
         if bad:
@@ -240,6 +255,7 @@ def main():
     facts = {"ansible_facts": {"packages": installed}} if installed is not None else {}
     module.exit_json(changed=False, holds=holds, candidates=candidates(module, params["candidates"]), files=files,
                      globs=_probe.expand_globs(params["globs"]), services=services(module, params["services"]),
+                     users={name: _probe.user_state(name) for name in params["users"]},
                      commands=commands(module, params["commands"]), **facts)
 
 

@@ -15,7 +15,7 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     conf.write_text("options nvidia NVreg_PreserveVideoMemoryAllocations=1\n")
     rc, result = module_result(node_probe, {
         "package_facts": True, "files": [str(tmp_path / "missing")], "read": [str(conf)],
-        "globs": [str(tmp_path / "*.conf")], "commands": ["apt_policy", "dkms_status"]})
+        "globs": [str(tmp_path / "*.conf")], "commands": ["apt_policy", "dkms_status", "slurmd_hardware"]})
     assert rc == 0, result
     assert result["changed"] is False
     if shutil.which("dpkg-query"):
@@ -26,7 +26,7 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     assert result["files"][str(tmp_path / "missing")] == {"exists": False}
     assert base64.b64decode(result["files"][str(conf)]["content"]) == conf.read_bytes()
     assert result["globs"] == {str(tmp_path / "*.conf"): [str(conf)]}
-    for name, program in (("apt_policy", "apt-cache"), ("dkms_status", "dkms")):
+    for name, program in (("apt_policy", "apt-cache"), ("dkms_status", "dkms"), ("slurmd_hardware", "slurmd")):
         # A program that is not installed answers as a shell would: rc 127, not a failed probe.
         assert result["commands"][name]["rc"] == (127 if not shutil.which(program) else result["commands"][name]["rc"])
         assert result["commands"][name]["stdout_lines"] == result["commands"][name]["stdout"].splitlines()
@@ -41,6 +41,7 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     ({"candidates": ["two words"]}, "candidates"),
     ({"services": [""]}, "services"),
     ({"services": ["nvidia-*.service"]}, "services"),
+    ({"users": ["root extra"]}, "users"),
     ({"files": ["relative/path"]}, "files"),
     ({"read": ["~/.ssh/id_rsa"]}, "read"),
     # Only the fixed read-only commands run: nothing else can be slipped in.
@@ -61,3 +62,14 @@ def test_paths_are_keyed_as_given(module_result, tmp_path, monkeypatch):
     rc, result = module_result(node_probe, {"read": [asked]})
     assert rc == 0, result
     assert base64.b64decode(result["files"][asked]["content"])[-1:] == b"\x01"
+
+
+def test_users_as_getent_gives_them(module_result):
+    """An account through the name service: root with its home and shell; a name no account has is absent, not an
+    error."""
+    rc, result = module_result(node_probe, {"users": ["root", "accelops-no-such-user"]})
+    assert rc == 0, result
+    root = result["users"]["root"]
+    assert root["exists"] is True and root["uid"] == 0 and root["gid"] == 0 and root["home"].startswith("/")
+    assert set(root) == {"exists", "uid", "gid", "comment", "home", "shell"}
+    assert result["users"]["accelops-no-such-user"] == {"exists": False}

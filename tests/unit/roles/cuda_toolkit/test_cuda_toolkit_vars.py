@@ -6,6 +6,8 @@ mirror's catalogue, which models NVIDIA's repositories; the Ubuntu and RHEL path
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from rolevars import Batch, preflight_task
 
@@ -209,6 +211,66 @@ def choice(host, lookup, versions, default=""):
 ])
 def test_newest_builds_for_the_default(key, expected):
     assert BATCH[key]["__cuda_toolkit_install"] == expected
+
+
+def probed(lines):
+    """The preflight's node_probe candidates for the packages of a madison listing (versions on offer, newest first
+    as apt-cache policy lists them), with a package apt does not know."""
+    candidates = {"cuda-toolkit-13-0": {"known": False, "installed": None, "candidate": None, "versions": []}}
+    for line in lines.splitlines():
+        name, version = (part.strip() for part in line.split("|")[:2])
+        entry = candidates.setdefault(name, {"known": True, "installed": None, "candidate": version, "versions": []})
+        entry["versions"].append(version)
+    return {"candidates": candidates}
+
+
+# Without a lookup after reading the lists again (tasks/apt.yml skipped it), the preflight's read gives the same
+# choice as apt-cache madison.
+@pytest.mark.parametrize("key, expected", [
+    (case(DEBIAN12, (*CHOICE, "__cuda_toolkit_unknown"), cuda_toolkit_versions=versions, cuda_toolkit_default=default,
+          __cuda_toolkit_state=probed(MADISON)), expected)
+    for versions, default, expected in [
+        (["12.8"], "", ["cuda-toolkit-12-8", "cudnn9-cuda-12=9.10.2.21-1", "libnccl2=2.26.2-1+cuda12.8",
+                        "libnccl-dev=2.26.2-1+cuda12.8"]),
+        (["12.4", "12.8"], "12.4", ["cuda-toolkit-12-4", "cuda-toolkit-12-8", "cudnn9-cuda-12=9.10.2.21-1",
+                                    "libnccl2=2.21.5-1+cuda12.4", "libnccl-dev=2.21.5-1+cuda12.4"]),
+        (["13.0"], "", ["cuda-toolkit-13-0"])]])
+def test_newest_builds_from_the_preflight_read(key, expected):
+    assert BATCH[key]["__cuda_toolkit_install"] == expected
+    # A toolkit apt does not know makes tasks/apt.yml read the package lists again.
+    assert BATCH[key]["__cuda_toolkit_unknown"] == (["cuda-toolkit-13-0"] if expected == ["cuda-toolkit-13-0"] else [])
+
+
+ALTERNATIVES = "manual\n/usr/local/cuda\n\n/usr/local/cuda-12.4\n124\n/usr/local/cuda-12.8\n128\n\n"
+
+
+def alternatives(cuda, cuda12, target="/usr/local/cuda-12.4", target12="/usr/local/cuda-12.4"):
+    """The configuration probe's read of update-alternatives' state and links (None: no such file)."""
+    files = {}
+    for link, admin, points in (("cuda", cuda, target), ("cuda-12", cuda12, target12)):
+        files["/var/lib/dpkg/alternatives/" + link] = (
+            {"exists": False} if admin is None
+            else {"exists": True, "type": "file", "content": base64.b64encode(admin.encode()).decode()})
+        files["/etc/alternatives/" + link] = {"exists": True, "type": "link", "target": points}
+    return {"files": files}
+
+
+@pytest.mark.parametrize("key, expected", [
+    (case(DEBIAN12, ["__cuda_toolkit_links_in_place"], cuda_toolkit_versions=["12.4", "12.8"],
+          cuda_toolkit_default="12.4", __cuda_toolkit_conf_state=state), expected)
+    for state, expected in [
+        (alternatives(ALTERNATIVES, ALTERNATIVES.replace("/usr/local/cuda\n", "/usr/local/cuda-12\n", 1)),
+         ["cuda", "cuda-12"]),
+        # auto mode: a toolkit installed later would move the link.
+        (alternatives(ALTERNATIVES.replace("manual", "auto"), ALTERNATIVES), ["cuda-12"]),
+        # Pointing elsewhere, or the default not registered as a choice, or no state at all: asked again.
+        (alternatives(ALTERNATIVES, ALTERNATIVES, target="/usr/local/cuda-12.8"), ["cuda-12"]),
+        (alternatives(ALTERNATIVES.replace("/usr/local/cuda-12.4\n124\n", ""), None), []),
+        # The link's own path is not a choice: only what follows the header counts.
+        (alternatives("manual\n/usr/local/cuda-12.4\n\n/usr/local/cuda-12.8\n128\n\n", ALTERNATIVES), ["cuda-12"]),
+    ]])
+def test_links_in_place(key, expected):
+    assert BATCH[key]["__cuda_toolkit_links_in_place"] == expected
 
 
 @pytest.mark.parametrize("key", [case(DEBIAN12, CHOICE, cuda_toolkit_cudnn=False, cuda_toolkit_nccl=False,

@@ -12,6 +12,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from rolevars import Batch, preflight_task
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _probe
 from simnode import ROOT
 
 ROLE = ROOT / "roles" / "slurm"
@@ -142,27 +143,35 @@ slurm-client:
 """
 
 
-@pytest.mark.parametrize("stdout, valid", [
-    (POLICY_KNOWN, 3600),
+@pytest.mark.parametrize("stdout, valid, in_place", [
+    (POLICY_KNOWN, 3600, False),
     # A fresh image's lists without Debian's archive: apt knows none of them, or one only without a candidate.
-    ("", 0),
-    (POLICY_KNOWN.replace("Candidate: 0.5.15-2", "Candidate: (none)"), 0),
-    (POLICY_KNOWN.replace("slurm-client:\n  Installed: 22.05.8-4+deb12u3\n  Candidate: 22.05.8-4+deb12u3\n", ""), 0),
+    ("", 0, False),
+    (POLICY_KNOWN.replace("Candidate: 0.5.15-2", "Candidate: (none)"), 0, False),
+    (POLICY_KNOWN.replace("slurm-client:\n  Installed: 22.05.8-4+deb12u3\n  Candidate: 22.05.8-4+deb12u3\n", ""),
+     0, False),
+    # Every package installed: the lists are not read at all (the task is skipped).
+    (POLICY_KNOWN.replace("Installed: (none)", "Installed: 1.0-1"), 3600, True),
 ])
-def test_package_lists_are_read_again_when_apt_lacks_a_package(stdout, valid):
-    """Lists younger than an hour are kept only while apt has a candidate for every package the host needs."""
+def test_package_lists_are_read_again_when_apt_lacks_a_package(stdout, valid, in_place):
+    """Lists younger than an hour are kept only while apt has a candidate for every package the host needs (as the
+    preflight's node_probe read apt-cache policy), and not read at all while every package is installed."""
     loader = DataLoader()
     tasks = yaml.safe_load((ROLE / "tasks" / "install.yml").read_text())
     task = next(task for task in tasks if task["name"] == "Read the distribution's package lists")
     values = {}
     for part in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml"):
         values.update(loader.load_from_file(str(ROLE / part), trusted_as_template=True))
+    names = ["munge", "slurmctld", "slurm-client"]
     values.update({"inventory_hostname": "ctl", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
-                   "__slurm_apt_known": {"stdout": stdout}})
+                   "__slurm_state": {"candidates": _probe.parse_apt_policy(stdout, names)}})
     templar = Templar(loader=loader, variables=values)
     wanted = templar.template(trust_as_template("{{ __slurm_packages_wanted }}"))
-    assert wanted == ["munge", "slurmctld", "slurm-client"]
+    assert wanted == names
     assert int(templar.template(trust_as_template(task["ansible.builtin.apt"]["cache_valid_time"]))) == valid
+    assert templar.template(trust_as_template("{{ __slurm_packages_in_place }}")) is in_place
+    skipped = not all(templar.template(trust_as_template("{{ %s }}" % condition)) for condition in task["when"])
+    assert skipped is in_place
 
 
 @pytest.mark.parametrize("root, ok", [
