@@ -44,6 +44,25 @@ def parse_dpkg_query(text):
     return packages, sorted(holds)
 
 
+def complete_installs(candidates, text):
+    """apt-cache policy's answer (parse_apt_policy) with `installed` kept only for a package that dpkg has fully
+    installed (`dpkg-query -W -f '${Package}\t${Status}\n' NAMES`): apt-cache reports a half-configured, unpacked or
+    half-installed package as installed, which apt itself would install again. Each package gets dpkg's `status`
+    (its third word, None when dpkg does not list it)."""
+    states = {}
+    for line in text.splitlines():
+        name, _tab, status = line.partition("\t")
+        words = status.split()
+        if len(words) == 3:
+            states[name.split(":", 1)[0]] = words
+    for name, info in candidates.items():
+        words = states.get(name)
+        info["status"] = words[2] if words else None
+        if info.get("installed") is not None and not (words and words[1] == "ok" and words[2] == "installed"):
+            info["installed"] = None
+    return candidates
+
+
 def parse_rpm_query(text):
     """`rpm -qa --qf '%{NAME}\\t%{VERSION}\\t%{RELEASE}\\t%{EPOCH}\\t%{ARCH}\\n'`: as
     ansible.builtin.package_facts (rpm) lists them, {name: [{name, version, release, epoch, arch, source}]}; every

@@ -27,6 +27,8 @@ options:
     description:
       - Package names to look up in apt's package lists (C(apt-cache policy)) for the installed and candidate version
         and the versions on offer. C(null) where apt is not the package manager.
+      - A package counts as installed only where dpkg has it fully installed (C(dpkg-query)); one that is
+        half-configured, unpacked or half-installed gets C(installed) C(null), as apt would install it again.
     type: list
     elements: str
     default: []
@@ -124,7 +126,7 @@ candidates:
   returned: always
   type: dict
   sample: {"libnvidia-ml1": {"known": true, "installed": "550.54.15-1", "candidate": "550.54.15-1",
-           "versions": ["550.54.15-1", "550.40.07-1"]}}
+           "versions": ["550.54.15-1", "550.40.07-1"], "status": "installed"}}
 files:
   description: Per path in O(files) and O(read); C(content) (base64, as M(ansible.builtin.slurp) returns it) for
     those in O(read).
@@ -203,7 +205,10 @@ def candidates(module, names):
         return {}
     if not module.get_bin_path("apt-cache"):
         return None
-    return _probe.parse_apt_policy(read(module, ["apt-cache", "policy", "--", *names], "apt-cache policy"), names)
+    policy = _probe.parse_apt_policy(read(module, ["apt-cache", "policy", "--", *names], "apt-cache policy"), names)
+    # dpkg-query answers rc 1 for a name it does not list; the names it lists are still printed.
+    listed = run(module, ["dpkg-query", "-W", "-f", "${Package}\\t${Status}\\n", "--", *names])
+    return _probe.complete_installs(policy, listed["stdout"])
 
 
 def services(module, names):

@@ -67,6 +67,26 @@ def test_apt_policy_without_candidate():
         "known": True, "installed": None, "candidate": None, "versions": []}
 
 
+@pytest.mark.parametrize("listing, installed, status", [
+    ("slurmd\tinstall ok installed\n", "22.05.8-4", "installed"),
+    ("slurmd\thold ok installed\n", "22.05.8-4", "installed"),
+    ("slurmd:amd64\tinstall ok installed\n", "22.05.8-4", "installed"),
+    # apt-cache policy says "Installed:" for these too; apt would install them again, so the probe does not.
+    ("slurmd\tinstall ok half-configured\n", None, "half-configured"),
+    ("slurmd\tinstall ok unpacked\n", None, "unpacked"),
+    ("slurmd\tinstall reinstreq half-installed\n", None, "half-installed"),
+    # dpkg does not list it (rc 1, nothing printed).
+    ("", None, None),
+])
+def test_complete_installs(listing, installed, status):
+    policy = {"slurmd": {"known": True, "installed": "22.05.8-4", "candidate": "22.05.8-4", "versions": ["22.05.8-4"]},
+              "munge": {"known": True, "installed": None, "candidate": "0.5.15-2", "versions": ["0.5.15-2"]}}
+    found = _probe.complete_installs(policy, listing)
+    assert found["slurmd"]["installed"] == installed and found["slurmd"]["status"] == status
+    assert found["munge"] == {"known": True, "installed": None, "candidate": "0.5.15-2", "versions": ["0.5.15-2"],
+                              "status": None}
+
+
 @pytest.mark.parametrize("status, installed, hold", [
     ("hold ok installed", True, True),
     ("install ok installed", True, False),
