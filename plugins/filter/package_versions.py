@@ -40,9 +40,15 @@ def newest_version(versions, suffix="", pattern=""):
     return newest
 
 
-def package_offers(lines, regex):
+def package_offers(lines, regex=None):
     """``{package: [versions]}`` from a package manager's listing, one offer per line that ``regex`` matches with
-    the package name as its first group and the version as its second."""
+    the package name as its first group and the version as its second; or, without ``regex``, from
+    accelops.gpu.node_probe's ``candidates`` (the versions apt's sources offer, for each package that has any)."""
+    if regex is None:
+        if not isinstance(lines, dict) or not all(isinstance(info, dict) for info in lines.values()):
+            raise AnsibleFilterError("package_offers: without a regex the input must be the candidates of "
+                                     "accelops.gpu.node_probe, got %s" % type(lines).__name__)
+        return {name: list(info["versions"]) for name, info in lines.items() if info.get("versions")}
     listing = _strings(lines, "package_offers", "the input")
     try:
         offer = re.compile(regex)

@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The file_matches and pip_unmet filters, each documented in its own <name>.yml: decisions on the controller from
-node_probe's reads."""
+"""The file_matches, running_units, alternatives_set and pip_unmet filters, each documented in its own <name>.yml:
+decisions on the controller from node_probe's reads."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import posixpath
 import re
 
@@ -30,6 +32,45 @@ def file_matches(state, *, kind="file", owner=None, group=None, mode=None, check
         return False
     wanted = {"owner": owner, "group": group, "mode": mode, "checksum": checksum}
     return all(state.get(key) == value for key, value in wanted.items() if value is not None)
+
+
+def running_units(services):
+    """The units of node_probe's services read that are active and enabled, sorted: what a systemd_service task with
+    state started and enabled true would leave alone. None (no systemd) gives none."""
+    if services is None:
+        return []
+    if not isinstance(services, dict):
+        raise AnsibleFilterError("running_units: the input must be the services of accelops.gpu.node_probe, got %s"
+                                 % type(services).__name__)
+    return sorted(name for name, state in services.items()
+                  if isinstance(state, dict) and state.get("active_state") == "active"
+                  and state.get("unit_file_state") == "enabled")
+
+
+def alternatives_set(files, links, target, admin_dir="/var/lib/dpkg/alternatives"):
+    """The update-alternatives links (names) that node_probe's read of the files found in manual mode, pointing at
+    target and with target registered as one of their choices: what `update-alternatives --install` and `--set`
+    would leave alone. The read holds each link's state file (admin_dir/NAME, read with its content) and its link
+    (/etc/alternatives/NAME)."""
+    if not isinstance(files, dict):
+        raise AnsibleFilterError("alternatives_set: the input must be the files of accelops.gpu.node_probe, got %s"
+                                 % type(files).__name__)
+    if not isinstance(links, list) or not all(isinstance(link, str) for link in links):
+        raise AnsibleFilterError("alternatives_set: links must be a list of names, got %r" % (links,))
+    found = []
+    for link in links:
+        admin = files.get(posixpath.join(admin_dir, link)) or {}
+        current = files.get("/etc/alternatives/" + link) or {}
+        try:
+            lines = base64.b64decode(admin.get("content") or "", validate=True).decode("utf-8").split("\n")
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+        # The mode, the link's path and its followers up to a blank line; then the choices, each a path and a
+        # priority (and its followers' paths).
+        choices = lines[lines.index(""):] if "" in lines else []
+        if lines[0] == "manual" and current.get("target") == target and target in choices:
+            found.append(link)
+    return found
 
 
 # A requirement this filter can judge: a project name alone, or pinned with == to one version. Anything else (other
@@ -77,4 +118,5 @@ def pip_unmet(requirements, dist_infos):
 
 class FilterModule:
     def filters(self):
-        return {"file_matches": file_matches, "pip_unmet": pip_unmet}
+        return {"file_matches": file_matches, "running_units": running_units,
+                "alternatives_set": alternatives_set, "pip_unmet": pip_unmet}

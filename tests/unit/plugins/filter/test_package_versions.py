@@ -52,6 +52,17 @@ def test_package_offers(lines, regex, expected):
     assert package_offers(lines, regex) == expected
 
 
+def test_package_offers_from_node_probe():
+    """Without a regex, node_probe's candidates: the versions on offer of each package that has any."""
+    candidates = {
+        "libnccl2": {"known": True, "installed": None, "candidate": "2.27.3-1+cuda12.9",
+                     "versions": ["2.27.3-1+cuda12.9", "2.26.2-1+cuda12.8"], "status": None},
+        "cuda-toolkit-13-0": {"known": False, "installed": None, "candidate": None, "versions": [], "status": None},
+    }
+    assert package_offers(candidates) == {"libnccl2": ["2.27.3-1+cuda12.9", "2.26.2-1+cuda12.8"]}
+    assert package_offers({}) == {}
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: newest_version("12.4"), "newest_version: the input must be a list of strings, got str"),
     (lambda: newest_version([12.4]), "newest_version: the input must be a list of strings, got list"),
@@ -60,6 +71,7 @@ def test_package_offers(lines, regex, expected):
     (lambda: package_offers(None, "(a)(b)"), "package_offers: the input must be a list of strings, got NoneType"),
     (lambda: package_offers(["x"], "("), "package_offers: '\\(' is not a regular expression"),
     (lambda: package_offers(["x"], "(a)"), "package_offers: the regular expression needs two groups"),
+    (lambda: package_offers(["x"]), "package_offers: without a regex the input must be the candidates"),
 ])
 def test_bad_input_is_a_filter_error(call, message):
     with pytest.raises(AnsibleFilterError, match=message):

@@ -1,11 +1,18 @@
-"""file_matches and pip_unmet: node_probe's reads against what a file, copy, template or pip task would leave."""
+"""file_matches, running_units, alternatives_set and pip_unmet: node_probe's reads against what a file, copy, template,
+service, update-alternatives or pip task would leave."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.probe import FilterModule, file_matches, pip_unmet
+from ansible_collections.accelops.gpu.plugins.filter.probe import (
+    FilterModule,
+    alternatives_set,
+    file_matches,
+    pip_unmet,
+    running_units,
+)
 
 CONF = {"exists": True, "type": "file", "mode": "0644", "owner": "root", "group": "root", "size": 40,
         "checksum": "faf5ce579f967aa59c9473270c4f9d7432b1d403"}
@@ -41,7 +48,28 @@ def test_bad_input(state, args, message):
 
 
 def test_registered():
-    assert FilterModule().filters() == {"file_matches": file_matches, "pip_unmet": pip_unmet}
+    assert FilterModule().filters() == {"file_matches": file_matches, "running_units": running_units,
+                                        "alternatives_set": alternatives_set, "pip_unmet": pip_unmet}
+
+
+def test_running_units():
+    services = {
+        "b.service": {"load_state": "loaded", "active_state": "active", "sub_state": "running",
+                      "unit_file_state": "enabled"},
+        "a.service": {"load_state": "loaded", "active_state": "active", "sub_state": "running",
+                      "unit_file_state": "enabled"},
+        # Running but not started at boot, enabled but stopped, only enabled at runtime, missing, unread.
+        "c.service": {"load_state": "loaded", "active_state": "active", "unit_file_state": "disabled"},
+        "d.service": {"load_state": "loaded", "active_state": "failed", "unit_file_state": "enabled"},
+        "e.service": {"load_state": "loaded", "active_state": "active", "unit_file_state": "enabled-runtime"},
+        "f.service": {"load_state": "not-found", "active_state": "inactive", "unit_file_state": None},
+        "g.service": None,
+    }
+    assert running_units(services) == ["a.service", "b.service"]
+    # No systemd on the node: nothing runs.
+    assert running_units(None) == [] and running_units({}) == []
+    with pytest.raises(AnsibleFilterError, match="the input must be the services"):
+        running_units(["a.service"])
 
 
 SITE = "/opt/accelops-gpu/pytorch/lib/python3.11/site-packages/"
@@ -86,3 +114,14 @@ def test_pip_unmet_empty_environment():
 def test_pip_unmet_bad_input(requirements, dist_infos, message):
     with pytest.raises(AnsibleFilterError, match=message):
         pip_unmet(requirements, dist_infos)
+
+
+def test_alternatives_set_rejects_what_it_cannot_read():
+    """The choice of the link's state is judged in cuda_toolkit's role tests; here, what is not that state."""
+    files = {"/var/lib/dpkg/alternatives/cuda": {"exists": True, "type": "file", "content": "not base64 !"},
+             "/etc/alternatives/cuda": {"exists": True, "type": "link", "target": "/usr/local/cuda-12.4"}}
+    assert alternatives_set(files, ["cuda", "cuda-12"], "/usr/local/cuda-12.4") == []
+    with pytest.raises(AnsibleFilterError, match="the input must be the files"):
+        alternatives_set(None, ["cuda"], "/usr/local/cuda-12.4")
+    with pytest.raises(AnsibleFilterError, match="links must be a list of names"):
+        alternatives_set({}, "cuda", "/usr/local/cuda-12.4")
