@@ -54,11 +54,14 @@ def complete_installs(candidates, text):
         name, _tab, status = line.partition("\t")
         words = status.split()
         if len(words) == 3:
-            states[name.split(":", 1)[0]] = words
+            # One line per architecture of a multi-arch package: each must be fully installed.
+            states.setdefault(name.split(":", 1)[0], []).append(words)
     for name, info in candidates.items():
-        words = states.get(name)
-        info["status"] = words[2] if words else None
-        if info.get("installed") is not None and not (words and words[1] == "ok" and words[2] == "installed"):
+        lines = states.get(name, [])
+        whole = bool(lines) and all(words[1:] == ["ok", "installed"] for words in lines)
+        info["status"] = None if not lines else "installed" if whole else next(
+            words[2] for words in lines if words[1:] != ["ok", "installed"])
+        if not whole:
             info["installed"] = None
     return candidates
 

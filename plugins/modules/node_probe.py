@@ -246,9 +246,9 @@ def main():
     params = module.params
     for key in ("candidates", "services", "users"):
         bad = [name for name in params[key] if not name or name.startswith("-")
-               or any(c.isspace() or c in "*?[" for c in name)]
+               or any(c.isspace() or c in "*?[\0" for c in name)]
         if bad:
-            module.fail_json(msg="%s: names must be non-empty, without white space or *?[ and not start with '-', "
+            module.fail_json(msg="%s: names must be non-empty, without white space, NUL or *?[ and not start with '-', "
                              "got %s" % (key, ", ".join(repr(name) for name in bad)))
     for key in ("files", "read"):
         bad = [path for path in params[key] if not path.startswith("/") or "\0" in path]

@@ -77,6 +77,10 @@ def test_apt_policy_without_candidate():
     ("slurmd\tinstall reinstreq half-installed\n", None, "half-installed"),
     # dpkg does not list it (rc 1, nothing printed).
     ("", None, None),
+    # Two architectures: each line must be fully installed, in either order.
+    ("slurmd:amd64\tinstall reinstreq half-installed\nslurmd:i386\tinstall ok installed\n", None, "half-installed"),
+    ("slurmd:i386\tinstall ok installed\nslurmd:amd64\tinstall ok unpacked\n", None, "unpacked"),
+    ("slurmd:i386\tinstall ok installed\nslurmd:amd64\thold ok installed\n", "22.05.8-4", "installed"),
 ])
 def test_complete_installs(listing, installed, status):
     policy = {"slurmd": {"known": True, "installed": "22.05.8-4", "candidate": "22.05.8-4", "versions": ["22.05.8-4"]},

@@ -42,6 +42,8 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     ({"services": [""]}, "services"),
     ({"services": ["nvidia-*.service"]}, "services"),
     ({"users": ["root extra"]}, "users"),
+    ({"users": ["ro\x00ot"]}, "users"),
+    ({"candidates": ["slurmd\x00"]}, "candidates"),
     ({"files": ["relative/path"]}, "files"),
     ({"read": ["~/.ssh/id_rsa"]}, "read"),
     # Only the fixed read-only commands run: nothing else can be slipped in.
