@@ -6,24 +6,32 @@
 
 from __future__ import annotations
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
-from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import LazyModule, filter_errors
+
+# Imported at the first call of one of these filters, not with the file (see LazyModule).
+_cuda_compat = LazyModule("_cuda_compat")
 
 
-def _filter(function):
-    """Expose a pure function of _cuda_compat as a filter whose errors are AnsibleFilterError."""
-    return filter_errors(function.__name__, _cuda_compat.CompatError)(function)
+def _filter(name):
+    """Expose the pure function ``name`` of _cuda_compat as a filter whose errors are AnsibleFilterError."""
+
+    @filter_errors(name, module=_cuda_compat, error="CompatError")
+    def call(*args, **kwargs):
+        return getattr(_cuda_compat, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
-cuda_min_driver = _filter(_cuda_compat.cuda_min_driver)
-cuda_max_for_driver = _filter(_cuda_compat.cuda_max_for_driver)
-torch_cuda_channel = _filter(_cuda_compat.torch_cuda_channel)
-tensorflow_build = _filter(_cuda_compat.tensorflow_build)
-horovod_limit = _filter(_cuda_compat.horovod_limit)
-cuda_too_new = _filter(_cuda_compat.cuda_too_new)
-tensorflow_for_cuda = _filter(_cuda_compat.tensorflow_for_cuda)
-gpu_architecture = _filter(_cuda_compat.gpu_architecture)
-gpu_support_problems = _filter(_cuda_compat.gpu_support_problems)
+cuda_min_driver = _filter("cuda_min_driver")
+cuda_max_for_driver = _filter("cuda_max_for_driver")
+torch_cuda_channel = _filter("torch_cuda_channel")
+tensorflow_build = _filter("tensorflow_build")
+horovod_limit = _filter("horovod_limit")
+cuda_too_new = _filter("cuda_too_new")
+tensorflow_for_cuda = _filter("tensorflow_for_cuda")
+gpu_architecture = _filter("gpu_architecture")
+gpu_support_problems = _filter("gpu_support_problems")
 
 
 class FilterModule:

@@ -5,13 +5,15 @@
 
 from __future__ import annotations
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _report
-from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import LazyModule, filter_errors
+
+# Imported at the first call of one of these filters, not with the file (see LazyModule).
+_report = LazyModule("_report")
 
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-    return filter_errors(name, _report.ReportError)
+    return filter_errors(name, module=_report, error="ReportError")
 
 
 @_filter("fleet_report_model")

@@ -9,13 +9,15 @@ from __future__ import annotations
 import base64
 import binascii
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
-from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import LazyModule, filter_errors
+
+# Imported at the first call of one of these filters, not with the file (see LazyModule).
+_slurm = LazyModule("_slurm")
 
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-    return filter_errors(name, _slurm.SlurmError)
+    return filter_errors(name, module=_slurm, error="SlurmError")
 
 
 def _text(value, what, streams=("stdout",)):

@@ -1,6 +1,6 @@
 """Tally of a run for the benchmarks: per host and role, the tasks that ran, changed or were skipped, and the seconds
 they took, written as JSON to the file named by ACCELOPS_TASK_TALLY when the run ends; beside it, in that name with
-".tasks" added, each task's own record (host, role, name, action, outcome, seconds)."""
+".tasks" added, each task's own record (host, role, name, action, file and line, outcome, seconds)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,9 @@ class CallbackModule(CallbackBase):
             entry["changed"] += 1
         if start is not None:
             entry["seconds"] += time.monotonic() - start
-            self._tasks.append({"host": host, "role": self._role(task), "task": task.get_name(), "action": task.action,
-                                "outcome": outcome, "seconds": round(time.monotonic() - start, 3)})
+            self._tasks.append({"host": host, "role": self._role(task), "task": task.get_name(),
+                                "action": task.action, "path": task.get_path(), "outcome": outcome,
+                                "seconds": round(time.monotonic() - start, 3)})
         if outcome != "skipped":
             entry["actions"][task.action] = entry["actions"].get(task.action, 0) + 1
 

@@ -1,0 +1,67 @@
+"""Ansible's Jinja plugin loader imports every filter file of the collection in each worker process, at the first
+lookup of any of its filters: the files import the large plugin_utils modules (the fleet report, Slurm, the
+compatibility tables) only when one of their filters is called."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from simnode import COLLECTIONS, ROOT
+
+LARGE = ("_report", "_slurm", "_cuda_compat", "_health", "_ib")
+
+SHOW = """
+print(json.dumps(sorted(name.rsplit(".", 1)[-1] for name in sys.modules
+                        if name.startswith("ansible_collections.accelops"))))
+"""
+PROGRAM = """
+import importlib, json, pathlib, sys
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.py")):
+    importlib.import_module("ansible_collections.accelops.gpu.plugins.filter." + path.stem).FilterModule().filters()
+""" + SHOW
+
+
+def imported_after(program, *args):
+    out = subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(COLLECTIONS), "PATH": "/usr/bin:/bin"})
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_loading_every_filter_file_imports_no_large_module():
+    imported = imported_after(PROGRAM, str(ROOT / "plugins" / "filter"))
+    assert "probe" in imported and "report" in imported
+    assert not imported & set(LARGE), "imported with the filter files: %s" % sorted(imported & set(LARGE))
+
+
+@pytest.mark.parametrize("call, module", [
+    ("report.fleet_report_model({})", "_report"),
+    ("slurm.slurm_gres_summary([])", "_slurm"),
+    ("cuda_compat.cuda_min_driver('12.4')", "_cuda_compat"),
+])
+def test_a_filter_call_imports_its_module_and_keeps_its_errors(call, module):
+    program = PROGRAM + """
+from ansible.errors import AnsibleFilterError
+from ansible_collections.accelops.gpu.plugins.filter import report, slurm, cuda_compat
+try:
+    %s
+except AnsibleFilterError:
+    pass
+""" % call + SHOW
+    assert module in imported_after(program, str(ROOT / "plugins" / "filter"))
+
+
+def test_errors_of_a_lazy_module_name_the_filter():
+    from ansible.errors import AnsibleFilterError
+
+    from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import cuda_min_driver
+    from ansible_collections.accelops.gpu.plugins.filter.report import fleet_report_model
+
+    with pytest.raises(AnsibleFilterError, match=r"^fleet_report_model: "):
+        fleet_report_model("not a list")
+    with pytest.raises(AnsibleFilterError, match=r"^cuda_min_driver: "):
+        cuda_min_driver("no version")
+    assert cuda_min_driver.__name__ == "cuda_min_driver"
