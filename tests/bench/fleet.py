@@ -14,9 +14,10 @@ included); the nodes' CPU time (their containers' cgroups); the tasks that ran, 
 and those the controller alone decided (assert, set_fact, debug, include, ...), from the task tally; per role the
 tasks that ran and their seconds summed over the nodes. The recommended settings
 (pipelining, forks = nodes, linear strategy) are the baseline; --variants re-runs the largest fleet once more with
-each of: forks 5 (Ansible's default), no pipelining, strategy free, a jsonfile fact cache, Mitogen (0.3.54 from PyPI
-into build/bench/fleet/mitogen, its strategy mitogen_linear and its own `docker` connection). Any ansible.cfg and
-ANSIBLE_* settings of the caller's are left out: the baseline is always the same.
+each of: forks 5 (Ansible's default), no pipelining, strategy free, a jsonfile fact cache, facts not injected as
+top-level variables (inject_facts_as_vars = False: the controller copies each host's facts once per task, not
+twice), Mitogen (0.3.54 from PyPI into build/bench/fleet/mitogen, its strategy mitogen_linear and its own `docker`
+connection). Any ansible.cfg and ANSIBLE_* settings of the caller's are left out: the baseline is always the same.
 
 Goal (issue 16): the 16-node re-run at most 3 x the one-node re-run on the 2-core machine.
 
@@ -58,7 +59,7 @@ MITOGEN = "mitogen==0.3.54"
 LOCAL = {"ansible.builtin." + name for name in (
     "assert", "set_fact", "validate_argument_spec", "debug", "include_tasks", "import_tasks", "include_role",
     "import_role", "include_vars", "meta", "fail", "group_by", "add_host", "set_stats")}
-VARIANTS = ("forks5", "no_pipelining", "free", "fact_cache", "mitogen")
+VARIANTS = ("forks5", "no_pipelining", "free", "fact_cache", "no_fact_vars", "mitogen")
 
 
 def inventory(names, mirror, key):
@@ -188,6 +189,8 @@ def variant_env(name, env, count):
         shutil.rmtree(WORK / "facts", ignore_errors=True)  # filled by this run's first playbook, not an earlier one
         return dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(WORK / "facts"),
                     ANSIBLE_CACHE_PLUGIN_TIMEOUT="86400"), []
+    if name == "no_fact_vars":
+        return dict(env, ANSIBLE_INJECT_FACT_VARS="False"), []
     if name == "mitogen":
         target = WORK / "mitogen"
         if not (target / "ansible_mitogen").is_dir():
