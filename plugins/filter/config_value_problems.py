@@ -120,6 +120,14 @@ def _pip_locations(problems, name, value):
         _check(problems, "%s[%d]" % (name, n), item, PIP_LOCATION, "pip")
 
 
+def _pip_location_list(problems, name, value):
+    if isinstance(value, str):  # pip would be given one --find-links per character
+        problems.append("%s: must be a list of wheel locations, got the text %s; give [%s]"
+                        % (name, shown(value), shown(value)))
+        return
+    _pip_locations(problems, name, value)
+
+
 def _refuse(problems, name, value, allowed):
     problems.append("%s: %s is not allowed here; give %s" % (name, shown(value), ALLOWED[allowed]))
 
@@ -146,6 +154,7 @@ FORMATS = {
     "nccl_env": _nccl_env,
     "unit_names": _listed(UNIT_NAME, "unit"),
     "pip_locations": _pip_locations,
+    "pip_location_list": _pip_location_list,
     "listen_address": _listen,
     "host_name": _single(HOST_NAME, "host_name"),
     "absolute_path": _single(ABSOLUTE_PATH, "path"),

@@ -26,6 +26,9 @@ class LazyModule:
         self._name = _PLUGIN_UTILS + name
 
     def __getattr__(self, attribute):
+        # Never for its own slot (unset while copy or pickle make one without __init__) or a special name.
+        if attribute == "_name" or attribute.startswith("__"):
+            raise AttributeError(attribute)
         return getattr(importlib.import_module(self._name), attribute)
 
 
@@ -33,6 +36,9 @@ def filter_errors(name, errors=None, *, module=None, error=None):
     """A decorator that makes a function a filter whose ``errors`` (an exception class or a tuple of them; or the
     exception class named ``error`` of a LazyModule ``module``, looked up only when something was raised) are
     AnsibleFilterError naming the filter ``name``."""
+
+    if (errors is None) == (module is None) or (module is None) != (error is None):
+        raise TypeError("filter_errors(%r): give errors, or module and error" % name)
 
     def decorate(function):
         @functools.wraps(function)

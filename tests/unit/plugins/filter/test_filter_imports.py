@@ -59,9 +59,28 @@ def test_errors_of_a_lazy_module_name_the_filter():
 
     from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import cuda_min_driver
     from ansible_collections.accelops.gpu.plugins.filter.report import fleet_report_model
+    from ansible_collections.accelops.gpu.plugins.filter.slurm import slurm_gres_summary
+
+    with pytest.raises(AnsibleFilterError, match=r"^slurm_gres_summary: "):
+        slurm_gres_summary("not records")
 
     with pytest.raises(AnsibleFilterError, match=r"^fleet_report_model: "):
         fleet_report_model("not a list")
     with pytest.raises(AnsibleFilterError, match=r"^cuda_min_driver: "):
         cuda_min_driver("no version")
     assert cuda_min_driver.__name__ == "cuda_min_driver"
+
+
+def test_a_lazy_module_copies_and_pickles_without_importing_and_refuses_half_arguments():
+    import copy
+    import pickle
+
+    from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import LazyModule, filter_errors
+
+    lazy = LazyModule("_report")
+    assert copy.copy(lazy)._name == copy.deepcopy(lazy)._name == pickle.loads(pickle.dumps(lazy))._name
+    with pytest.raises(AttributeError):
+        LazyModule.__new__(LazyModule).anything  # noqa: B018 (an attribute read is the test)
+    for arguments in ({}, {"errors": ValueError, "module": lazy, "error": "ReportError"}, {"module": lazy}):
+        with pytest.raises(TypeError, match="give errors, or module and error"):
+            filter_errors("name", **arguments)
