@@ -15,7 +15,7 @@ _cuda_compat = LazyModule("_cuda_compat")
 def _filter(name):
     """Expose the pure function ``name`` of _cuda_compat as a filter whose errors are AnsibleFilterError."""
 
-    @filter_errors(name, module=_cuda_compat, error="CompatError")
+    @filter_errors(name, _cuda_compat, "CompatError")
     def call(*args, **kwargs):
         return getattr(_cuda_compat, name)(*args, **kwargs)
 

@@ -13,7 +13,7 @@ _report = LazyModule("_report")
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-    return filter_errors(name, module=_report, error="ReportError")
+    return filter_errors(name, _report, "ReportError")
 
 
 @_filter("fleet_report_model")

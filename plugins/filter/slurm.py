@@ -17,7 +17,7 @@ _slurm = LazyModule("_slurm")
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-    return filter_errors(name, module=_slurm, error="SlurmError")
+    return filter_errors(name, _slurm, "SlurmError")
 
 
 def _text(value, what, streams=("stdout",)):

@@ -32,13 +32,9 @@ class LazyModule:
         return getattr(importlib.import_module(self._name), attribute)
 
 
-def filter_errors(name, errors=None, *, module=None, error=None):
-    """A decorator that makes a function a filter whose ``errors`` (an exception class or a tuple of them; or the
-    exception class named ``error`` of a LazyModule ``module``, looked up only when something was raised) are
-    AnsibleFilterError naming the filter ``name``."""
-
-    if (errors is None) == (module is None) or (module is None) != (error is None):
-        raise TypeError("filter_errors(%r): give errors, or module and error" % name)
+def filter_errors(name, module, error):
+    """A decorator that makes a function a filter whose errors of the class named ``error`` of the LazyModule
+    ``module`` (looked up only when something was raised) are AnsibleFilterError naming the filter ``name``."""
 
     def decorate(function):
         @functools.wraps(function)
@@ -46,7 +42,7 @@ def filter_errors(name, errors=None, *, module=None, error=None):
             try:
                 return function(*args, **kwargs)
             except Exception as raised:
-                if isinstance(raised, errors if module is None else getattr(module, error)):
+                if isinstance(raised, getattr(module, error)):
                     raise AnsibleFilterError("%s: %s" % (name, raised)) from raised
                 raise
 
