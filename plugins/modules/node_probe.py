@@ -65,6 +65,16 @@ options:
     type: list
     elements: str
     default: []
+  keyrings:
+    description:
+      - Absolute paths of OpenPGP key files (a repository's keyring) whose keys are listed as
+        C(gpg --batch --with-colons --show-keys) lists them, with a GnuPG home of its own that is removed afterwards
+        (the node's keyrings are neither read nor changed). C(rc), C(stdout), C(stderr), C(stdout_lines) and C(cmd)
+        are returned under the path as given, as M(ansible.builtin.command) registers them; C(null) for a path that is
+        not a regular file. rc 127 without gpg.
+    type: list
+    elements: str
+    default: []
   commands:
     description:
       - Read-only commands to run, from a fixed set (C(apt_policy) is C(apt-cache policy), C(dkms_status) is
@@ -151,6 +161,15 @@ services:
   type: dict
   sample: {"nvidia-persistenced.service": {"load_state": "loaded", "active_state": "active", "sub_state": "running",
            "unit_file_state": "enabled"}}
+keyrings:
+  description: Per path in O(keyrings), gpg's listing (C(rc), C(stdout), C(stderr), C(stdout_lines), C(cmd));
+    C(null) for a path that is not a regular file.
+  returned: always
+  type: dict
+  sample: {"/etc/apt/keyrings/cuda-archive-keyring.asc": {"rc": 0, "stdout": "pub:-:4096:1:A4B469963BF863CC:...",
+           "stderr": "", "stdout_lines": ["pub:-:4096:1:A4B469963BF863CC:..."],
+           "cmd": ["gpg", "--batch", "--with-colons", "--show-keys", "--",
+                   "/etc/apt/keyrings/cuda-archive-keyring.asc"]}}
 commands:
   description: Per name in O(commands), C(rc), C(stdout), C(stderr), C(stdout_lines) and C(cmd).
   returned: always
@@ -160,6 +179,7 @@ commands:
 """
 
 import os
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -229,6 +249,23 @@ def commands(module, wanted):
     return result
 
 
+def keyrings(module, paths):
+    """gpg's listing of each key file, with a throw-away GnuPG home: --show-keys imports nothing, but gpg creates its
+    home's keybox and trust database, which must not land in root's home."""
+    result = {}
+    for path in paths:
+        if not os.path.isfile(path):
+            result[path] = None
+            continue
+        argv = ["gpg", "--batch", "--with-colons", "--show-keys", "--", path]
+        with tempfile.TemporaryDirectory(prefix="accelops-probe-") as home:
+            out = run(module, [argv[0], "--no-tty", "--no-autostart", "--homedir", home, *argv[1:]])
+        out["cmd"] = argv
+        out["stdout_lines"] = out["stdout"].splitlines()
+        result[path] = out
+    return result
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -239,6 +276,7 @@ def main():
             globs=dict(type="list", elements="str", default=[]),
             services=dict(type="list", elements="str", default=[]),
             users=dict(type="list", elements="str", default=[]),
+            keyrings=dict(type="list", elements="str", default=[]),
             commands=dict(type="list", elements="str", choices=sorted(COMMANDS), default=[]),
         ),
         supports_check_mode=True,
@@ -250,7 +288,7 @@ def main():
         if bad:
             module.fail_json(msg="%s: names must be non-empty, without white space, NUL or *?[ and not start with '-', "
                              "got %s" % (key, ", ".join(repr(name) for name in bad)))
-    for key in ("files", "read"):
+    for key in ("files", "read", "keyrings"):
         bad = [path for path in params[key] if not path.startswith("/") or "\0" in path]
         if bad:
             module.fail_json(msg="%s: paths must be absolute, got %s" % (key, ", ".join(repr(path) for path in bad)))
@@ -261,7 +299,8 @@ def main():
     module.exit_json(changed=False, holds=holds, candidates=candidates(module, params["candidates"]), files=files,
                      globs=_probe.expand_globs(params["globs"]), services=services(module, params["services"]),
                      users={name: _probe.user_state(name) for name in params["users"]},
-                     commands=commands(module, params["commands"]), **facts)
+                     keyrings=keyrings(module, params["keyrings"]), commands=commands(module, params["commands"]),
+                     **facts)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import subprocess
+import tempfile
 
 import pytest
 
+from ansible_collections.accelops.gpu.plugins.filter.signing_key_problems import signing_key_problems
 from ansible_collections.accelops.gpu.plugins.modules import node_probe
 
 
@@ -75,3 +79,57 @@ def test_users_as_getent_gives_them(module_result):
     assert root["exists"] is True and root["uid"] == 0 and root["gid"] == 0 and root["home"].startswith("/")
     assert set(root) == {"exists", "uid", "gid", "comment", "home", "shell"}
     assert result["users"]["accelops-no-such-user"] == {"exists": False}
+
+
+@pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")  # make test installs it
+def test_keyrings_are_listed_without_touching_a_gnupg_home(module_result, tmp_path, monkeypatch):
+    """A repository's keyring, listed as the roles check a downloaded key: the listing passes signing_key_problems
+    for the key's own fingerprint, a missing path or a directory is null, a file gpg cannot read answers with its rc;
+    neither root's GnuPG home nor the temporary one is left behind."""
+    maker = tmp_path / "maker"
+    maker.mkdir(mode=0o700)
+    env = dict(os.environ, GNUPGHOME=str(maker))
+    gpg = ["gpg", "--batch", "--quiet", "--no-tty", "--pinentry-mode", "loopback", "--passphrase", ""]
+    subprocess.run([*gpg, "--quick-generate-key", "Repo <repo@example.org>", "ed25519", "sign", "never"], env=env,
+                   check=True, capture_output=True)
+    listing = subprocess.run([*gpg, "--with-colons", "--list-keys"], env=env, check=True, capture_output=True,
+                             text=True)
+    fingerprint = next(line.split(":")[9] for line in listing.stdout.splitlines() if line.startswith("fpr:"))
+    keyring = tmp_path / "repo.asc"
+    keyring.write_bytes(subprocess.run([*gpg, "--armor", "--export", fingerprint], env=env, check=True,
+                                       capture_output=True).stdout)
+    subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False, capture_output=True)
+    junk = tmp_path / "junk.asc"
+    junk.write_bytes(b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GNUPGHOME", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    homes = []
+    real = tempfile.TemporaryDirectory
+
+    def spy(*args, **kwargs):
+        made = real(*args, **kwargs)
+        homes.append(made.name)
+        return made
+
+    monkeypatch.setattr(node_probe.tempfile, "TemporaryDirectory", spy)
+    asked = [str(keyring), str(tmp_path / "missing.asc"), str(tmp_path), str(junk)]
+    rc, result = module_result(node_probe, {"keyrings": asked})
+    assert rc == 0, result
+    listed = result["keyrings"][str(keyring)]
+    assert listed["rc"] == 0 and listed["stdout_lines"] == listed["stdout"].splitlines()
+    assert listed["cmd"] == ["gpg", "--batch", "--with-colons", "--show-keys", "--", str(keyring)]
+    assert signing_key_problems(listed, fingerprint) == []
+    assert signing_key_problems(listed, "0" * 40) != []
+    assert result["keyrings"][str(tmp_path / "missing.asc")] is None
+    assert result["keyrings"][str(tmp_path)] is None
+    assert result["keyrings"][str(junk)]["rc"] != 0
+    assert signing_key_problems(result["keyrings"][str(junk)], fingerprint)[0].startswith("gpg could not read all")
+    # One GnuPG home per key file gpg read, under the temporary directory, each gone afterwards.
+    assert len(homes) == 2 and all(name.startswith(str(tmp_path / "tmp")) for name in homes)
+    assert list(home.iterdir()) == [] and list((tmp_path / "tmp").iterdir()) == []
+    rc, result = module_result(node_probe, {"keyrings": ["repo.asc"]})
+    assert rc == 1 and result["msg"].startswith("keyrings: paths must be absolute"), result
