@@ -346,3 +346,43 @@ def test_the_dkms_check(key, ok, parts):
     assert result["ok"] is ok, result
     for part in parts:
         assert part in result["message"], result["message"]
+
+
+CHANGED, UNCHANGED = {"changed": True}, {"changed": False}
+
+
+@pytest.mark.parametrize("host, would_change, results, expected", [
+    (DEBIAN12, True, {"__nvidia_driver_install": CHANGED}, True),
+    (DEBIAN12, True, {"__nvidia_driver_pin": CHANGED, "__nvidia_driver_install": UNCHANGED}, True),
+    (DEBIAN12, True, {"__nvidia_driver_install": UNCHANGED}, False),
+    # Nothing would change, so apt's part was not included: what an earlier application registered does not count.
+    (DEBIAN12, False, {"__nvidia_driver_install": CHANGED, "__nvidia_driver_pin": CHANGED}, False),
+    (DEBIAN12, False, {}, False),
+    # dnf installs "latest" within the branch whether or not the preflight saw a change coming.
+    (RHEL9, False, {"__nvidia_driver_install": CHANGED}, True),
+])
+def test_whether_this_application_changed_the_driver(host, would_change, results, expected):
+    result = render(host, names=("__nvidia_driver_driver_changed",), __nvidia_driver_would_change=would_change,
+                    **results)
+    assert result["driver_changed"] in ((True, "True") if expected else (False, "False"))
+
+
+HOLDABLE = ["nvidia-driver-pinning-550", "libnvidia-ml1", "nvidia-open"]
+
+
+@pytest.mark.parametrize("hold, would_change, holds, expected", [
+    # Converged: every installed driver package held, nothing to do (apt's part is not included).
+    (True, False, HOLDABLE, []),
+    (True, False, ["libnvidia-ml1"], ["nvidia-driver-pinning-550", "nvidia-open"]),
+    # After a change every package is held again (the change released them).
+    (True, True, HOLDABLE, HOLDABLE),
+    # nvidia_driver_hold false: the held ones are released.
+    (False, False, ["libnvidia-ml1"], ["libnvidia-ml1"]),
+    (False, False, [], []),
+])
+def test_the_holds_still_to_set(hold, would_change, holds, expected):
+    installed = {name: [{"version": "550.54.15-1"}] for name in HOLDABLE}
+    result = render({**DEBIAN12, "packages": installed}, names=("__nvidia_driver_hold_todo",),
+                    nvidia_driver_branch="550", nvidia_driver_hold=hold, __nvidia_driver_would_change=would_change,
+                    __nvidia_driver_wanted=["nvidia-open"], __nvidia_driver_state={"holds": holds})
+    assert sorted(result["hold_todo"]) == sorted(expected)
