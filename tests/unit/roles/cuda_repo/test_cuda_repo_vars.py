@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from rolevars import Batch
 
 from simnode import ROOT
 
@@ -64,3 +65,52 @@ def test_pin_file_matches_nvidia():
         "ansible_managed": "managed", "cuda_repo_pin_label": "NVIDIA CUDA", "cuda_repo_pin_priority": 600})
     text = str(templar.template(trust_as_template(template)))
     assert "Package: *\nPin: release l=NVIDIA CUDA\nPin-Priority: 600" in text
+
+
+PINNED = KEY_2022[1]
+OTHER = "0123456789ABCDEF0123456789ABCDEF01234567"
+KEYRING = "/etc/apt/keyrings/cuda-archive-keyring.asc"
+
+
+def listing(*fingerprints, rc=0):
+    """What node_probe's keyrings return for a key file: gpg's colon listing of these primary keys."""
+    lines = []
+    for fingerprint in fingerprints:
+        lines += ["pub:-:4096:1:%s:1650000000:::-:::scSC::::::23::0:" % fingerprint[-16:],
+                  "fpr:::::::::%s:" % fingerprint]
+    return {"rc": rc, "stdout": "\n".join(lines), "stdout_lines": lines,
+            "stderr": "" if rc == 0 else "gpg: read error", "cmd": ["gpg"]}
+
+
+def keyring_case(keys, mode="0644", owner="root", **overrides):
+    state = {"files": {KEYRING: {"exists": keys is not None, "type": "file", "mode": mode, "owner": owner,
+                                 "group": "root", "checksum": "0" * 40}},
+             "keyrings": {KEYRING: keys}}
+    if keys is None:
+        state["files"][KEYRING] = {"exists": False}
+    facts = {"distribution": "Debian", "distribution_major_version": "12", "architecture": "x86_64"}
+    return KEYRINGS.add([ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml"],
+                        {"ansible_facts": facts, "__cuda_repo_state": state, **overrides},
+                        [("in_place", "{{ __cuda_repo_keyring_in_place }}")])
+
+
+KEYRINGS = Batch()
+
+
+@pytest.mark.parametrize("key, expected", [
+    (keyring_case(listing(PINNED)), True),
+    # The pinned key and another: the keyring is written again from the checked download.
+    (keyring_case(listing(PINNED, OTHER)), False),
+    (keyring_case(listing(OTHER)), False),
+    # gpg could not read all of it, or it is not there, or not root's 0644 file.
+    (keyring_case(listing(PINNED, rc=2)), False),
+    (keyring_case(None), False),
+    (keyring_case(listing(PINNED), mode="0666"), False),
+    (keyring_case(listing(PINNED), owner="nobody"), False),
+    # Another fingerprint pinned: the keyring in place no longer counts.
+    (keyring_case(listing(PINNED), cuda_repo_key_fingerprint=OTHER), False),
+], ids=["pinned", "pinned-and-other", "other", "unreadable", "missing", "mode", "owner", "new-pin"])
+def test_keyring_in_place(key, expected):
+    """Whether the keyring in place is trusted without a download (tasks/apt.yml): root's 0644 file whose gpg listing
+    holds exactly the pinned primary key."""
+    assert KEYRINGS[key]["in_place"] in ((True, "True") if expected else (False, "False"))
