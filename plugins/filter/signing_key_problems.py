@@ -33,9 +33,25 @@ def parse_keys(lines):
     return keys
 
 
+def armor_problems(listing, source):
+    """node_probe's keyrings give the file's armor: apt reads every armored block of a key file whatever its label
+    (apt-key's dearmor), gpg only those it accepts, so a block gpg skips would hold a key apt trusts."""
+    blocks = listing.get("armor_blocks")
+    if not blocks:
+        return []
+    problems = []
+    if blocks != ["PGP PUBLIC KEY BLOCK"]:
+        problems.append("%s holds the armored blocks %s; only one PGP PUBLIC KEY BLOCK may be in it (apt reads every "
+                        "block, gpg lists only the keys it accepts)" % (source, ", ".join(repr(b) for b in blocks)))
+    if listing.get("text_outside_armor"):
+        problems.append("%s holds text outside its key block" % source)
+    return problems
+
+
 def signing_key_problems(listing, fingerprint, source="the key file"):
-    failure = None
-    if isinstance(listing, dict):  # the registered command result
+    failure, armor = None, []
+    if isinstance(listing, dict):  # the registered command result, or node_probe's entry for the file
+        armor = armor_problems(listing, source)
         if listing.get("rc") != 0 or listing.get("failed"):
             said = listing.get("stderr_lines", listing.get("stderr", ""))
             said = said.splitlines() if isinstance(said, str) else [s for s in said or [] if isinstance(s, str)]
@@ -54,7 +70,7 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
     pinned = fingerprint.replace(" ", "").upper()
     keys = parse_keys(lines)
     primaries = [fpr for _record, fpr, primary, _validity in keys if primary]
-    problems = [failure] if failure else []
+    problems = ([failure] if failure else []) + armor
     if not primaries:
         problems.append("%s holds no OpenPGP key (expected the pinned %s)" % (source, pinned))
     others = [fpr or "(one without a fingerprint)" for fpr in primaries if fpr != pinned]

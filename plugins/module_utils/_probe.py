@@ -189,3 +189,20 @@ def user_state(name):
 
 def expand_globs(patterns):
     return {pattern: sorted(glob.glob(pattern)) for pattern in patterns}
+
+
+def armor_layout(data):
+    """The labels of a key file's ASCII-armored blocks in order (its -----BEGIN LABEL----- lines, as apt-key's dearmor
+    finds them: at the start of a line, whatever the label) and whether anything but white space lies outside them.
+    A binary file has no blocks (and nothing counts as outside them)."""
+    blocks, outside, inside = [], False, False
+    for line in data.splitlines():
+        if line.startswith(b"-----BEGIN"):
+            label = line[len(b"-----BEGIN"):].strip().rstrip(b"-").strip()
+            blocks.append(label.decode("ascii", "replace"))
+            inside = True
+        elif line.startswith(b"-----END"):
+            inside = False
+        elif not inside and line.strip():
+            outside = True
+    return {"armor_blocks": blocks, "text_outside_armor": outside if blocks else False}

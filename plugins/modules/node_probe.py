@@ -71,7 +71,11 @@ options:
         C(gpg --batch --with-colons --show-keys) lists them, with a GnuPG home of its own that is removed afterwards
         (the node's keyrings are neither read nor changed). C(rc), C(stdout), C(stderr), C(stdout_lines) and C(cmd)
         are returned under the path as given, as M(ansible.builtin.command) registers them; C(null) for a path that is
-        not a regular file. rc 127 without gpg.
+        not a regular file (a symbolic link included). rc 127 without gpg.
+      - With them C(armor_blocks), the labels of the file's ASCII-armored blocks in order (C(-----BEGIN LABEL-----)
+        lines; empty for a binary file), and C(text_outside_armor), whether anything but white space lies outside
+        those blocks. APT reads every armored block of a key file whatever its label, gpg only those it accepts, so
+        M(accelops.gpu.signing_key_problems) refuses a file that is not exactly one C(PGP PUBLIC KEY BLOCK).
     type: list
     elements: str
     default: []
@@ -162,12 +166,13 @@ services:
   sample: {"nvidia-persistenced.service": {"load_state": "loaded", "active_state": "active", "sub_state": "running",
            "unit_file_state": "enabled"}}
 keyrings:
-  description: Per path in O(keyrings), gpg's listing (C(rc), C(stdout), C(stderr), C(stdout_lines), C(cmd));
-    C(null) for a path that is not a regular file.
+  description: Per path in O(keyrings), gpg's listing (C(rc), C(stdout), C(stderr), C(stdout_lines), C(cmd)) and the
+    file's armor (C(armor_blocks), C(text_outside_armor)); C(null) for a path that is not a regular file.
   returned: always
   type: dict
   sample: {"/etc/apt/keyrings/cuda-archive-keyring.asc": {"rc": 0, "stdout": "pub:-:4096:1:A4B469963BF863CC:...",
            "stderr": "", "stdout_lines": ["pub:-:4096:1:A4B469963BF863CC:..."],
+           "armor_blocks": ["PGP PUBLIC KEY BLOCK"], "text_outside_armor": false,
            "cmd": ["gpg", "--batch", "--with-colons", "--show-keys", "--",
                    "/etc/apt/keyrings/cuda-archive-keyring.asc"]}}
 commands:
@@ -179,6 +184,7 @@ commands:
 """
 
 import os
+import stat
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -254,7 +260,11 @@ def keyrings(module, paths):
     home's keybox and trust database, which must not land in root's home."""
     result = {}
     for path in paths:
-        if not os.path.isfile(path):
+        try:
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+        except OSError:
+            regular = False
+        if not regular:
             result[path] = None
             continue
         argv = ["gpg", "--batch", "--with-colons", "--show-keys", "--", path]
@@ -262,6 +272,8 @@ def keyrings(module, paths):
             out = run(module, [argv[0], "--no-tty", "--no-autostart", "--homedir", home, *argv[1:]])
         out["cmd"] = argv
         out["stdout_lines"] = out["stdout"].splitlines()
+        with open(path, "rb") as handle:
+            out.update(_probe.armor_layout(handle.read()))
         result[path] = out
     return result
 

@@ -133,3 +133,58 @@ def test_keyrings_are_listed_without_touching_a_gnupg_home(module_result, tmp_pa
     assert list(home.iterdir()) == [] and list((tmp_path / "tmp").iterdir()) == []
     rc, result = module_result(node_probe, {"keyrings": ["repo.asc"]})
     assert rc == 1 and result["msg"].startswith("keyrings: paths must be absolute"), result
+
+
+@pytest.fixture(scope="module")
+def two_keys(tmp_path_factory):
+    """A pinned and another throw-away signing key, armored as a repository publishes one."""
+    home = tmp_path_factory.mktemp("gpg")
+    env = dict(os.environ, GNUPGHOME=str(home))
+    gpg = ["gpg", "--batch", "--quiet", "--no-tty", "--pinentry-mode", "loopback", "--passphrase", ""]
+    made = {}
+    for name in ("pinned", "other"):
+        subprocess.run([*gpg, "--quick-generate-key", "%s <%s@example.org>" % (name, name), "ed25519", "sign",
+                        "never"], env=env, check=True, capture_output=True)
+        listing = subprocess.run([*gpg, "--with-colons", "--list-keys", "%s@example.org" % name], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+        fingerprint = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+        made[name] = (fingerprint, subprocess.run([*gpg, "--armor", "--export", fingerprint], env=env, check=True,
+                                                  capture_output=True).stdout)
+    yield made
+    subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False, capture_output=True)
+
+
+def relabel(armored, label):
+    return armored.replace(b"PGP PUBLIC KEY BLOCK", label)
+
+
+@pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")
+@pytest.mark.parametrize("extra, problem", [
+    # gpg skips an armored block whose header it does not accept; apt reads every block, whatever its label.
+    (lambda other: relabel(other, b"ATTACKER"), "holds the armored blocks 'PGP PUBLIC KEY BLOCK', 'ATTACKER'"),
+    (lambda other: relabel(other, b"PGP SIGNATURE"), "'PGP SIGNATURE'; only one PGP PUBLIC KEY BLOCK"),
+    (lambda other: b"Comment: anything\n", "holds text outside its key block"),
+    (lambda other: other, "besides the pinned"),
+], ids=["odd-label", "signature-block", "text-outside", "second-key-block"])
+def test_a_key_file_apt_would_read_more_of_is_refused(module_result, tmp_path, two_keys, extra, problem):
+    """A key file is trusted whole: the probe's armor layout makes the filter refuse what gpg alone does not list."""
+    pinned, pinned_key = two_keys["pinned"]
+    _other, other_key = two_keys["other"]
+    plain, hostile = tmp_path / "plain.asc", tmp_path / "hostile.asc"
+    plain.write_bytes(pinned_key)
+    hostile.write_bytes(pinned_key + extra(other_key))
+    rc, result = module_result(node_probe, {"keyrings": [str(plain), str(hostile)]})
+    assert rc == 0, result
+    assert result["keyrings"][str(plain)]["armor_blocks"] == ["PGP PUBLIC KEY BLOCK"]
+    assert signing_key_problems(result["keyrings"][str(plain)], pinned) == []
+    problems = signing_key_problems(result["keyrings"][str(hostile)], pinned, source="the key")
+    assert any(problem in found for found in problems), problems
+
+
+def test_a_link_to_a_key_file_is_not_read(module_result, tmp_path):
+    """Only a regular file is listed: a symbolic link (even to a key file) is null, as node_probe's files type it."""
+    target = tmp_path / "key.asc"
+    target.write_bytes(b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n-----END PGP PUBLIC KEY BLOCK-----\n")
+    (tmp_path / "link.asc").symlink_to(target)
+    rc, result = module_result(node_probe, {"keyrings": [str(tmp_path / "link.asc")]})
+    assert rc == 0 and result["keyrings"] == {str(tmp_path / "link.asc"): None}, result

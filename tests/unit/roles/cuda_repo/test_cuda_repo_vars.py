@@ -72,14 +72,16 @@ OTHER = "0123456789ABCDEF0123456789ABCDEF01234567"
 KEYRING = "/etc/apt/keyrings/cuda-archive-keyring.asc"
 
 
-def listing(*fingerprints, rc=0):
-    """What node_probe's keyrings return for a key file: gpg's colon listing of these primary keys."""
+def listing(*fingerprints, rc=0, capabilities="scSC", armor=("PGP PUBLIC KEY BLOCK",)):
+    """What node_probe's keyrings return for a key file: gpg's colon listing of these primary keys (capabilities: the
+    key's own in lower case, those of the whole key that are usable in upper case) and the file's armor."""
     lines = []
     for fingerprint in fingerprints:
-        lines += ["pub:-:4096:1:%s:1650000000:::-:::scSC::::::23::0:" % fingerprint[-16:],
+        lines += ["pub:-:4096:1:%s:1650000000:::-:::%s::::::23::0:" % (fingerprint[-16:], capabilities),
                   "fpr:::::::::%s:" % fingerprint]
     return {"rc": rc, "stdout": "\n".join(lines), "stdout_lines": lines,
-            "stderr": "" if rc == 0 else "gpg: read error", "cmd": ["gpg"]}
+            "stderr": "" if rc == 0 else "gpg: read error", "cmd": ["gpg"], "armor_blocks": list(armor),
+            "text_outside_armor": False}
 
 
 def keyring_case(keys, mode="0644", owner="root", **overrides):
@@ -109,7 +111,12 @@ KEYRINGS = Batch()
     (keyring_case(listing(PINNED), owner="nobody"), False),
     # Another fingerprint pinned: the keyring in place no longer counts.
     (keyring_case(listing(PINNED), cuda_repo_key_fingerprint=OTHER), False),
-], ids=["pinned", "pinned-and-other", "other", "unreadable", "missing", "mode", "owner", "new-pin"])
+    # A second armored block gpg does not list but apt reads.
+    (keyring_case(listing(PINNED, armor=("PGP PUBLIC KEY BLOCK", "ATTACKER"))), False),
+    # The key can no longer sign (its signing subkey expired or was revoked): downloaded again, in case it was renewed.
+    (keyring_case(listing(PINNED, capabilities="cC")), False),
+], ids=["pinned", "pinned-and-other", "other", "unreadable", "missing", "mode", "owner", "new-pin", "second-block",
+        "cannot-sign"])
 def test_keyring_in_place(key, expected):
     """Whether the keyring in place is trusted without a download (tasks/apt.yml): root's 0644 file whose gpg listing
     holds exactly the pinned primary key."""
