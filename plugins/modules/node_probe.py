@@ -288,7 +288,8 @@ def main():
             globs=dict(type="list", elements="str", default=[]),
             services=dict(type="list", elements="str", default=[]),
             users=dict(type="list", elements="str", default=[]),
-            keyrings=dict(type="list", elements="str", default=[]),
+            # Paths of public key files, not secrets.
+            keyrings=dict(type="list", elements="str", default=[], no_log=False),
             commands=dict(type="list", elements="str", choices=sorted(COMMANDS), default=[]),
         ),
         supports_check_mode=True,

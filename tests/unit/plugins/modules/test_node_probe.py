@@ -147,7 +147,7 @@ def two_keys(tmp_path_factory):
                         "never"], env=env, check=True, capture_output=True)
         listing = subprocess.run([*gpg, "--with-colons", "--list-keys", "%s@example.org" % name], env=env, check=True,
                                  capture_output=True, text=True).stdout
-        fingerprint = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+        fingerprint = [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][0]
         made[name] = (fingerprint, subprocess.run([*gpg, "--armor", "--export", fingerprint], env=env, check=True,
                                                   capture_output=True).stdout)
     yield made
