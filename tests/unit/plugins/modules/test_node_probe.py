@@ -135,6 +135,10 @@ def test_keyrings_are_listed_without_touching_a_gnupg_home(module_result, tmp_pa
     assert rc == 1 and result["msg"].startswith("keyrings: paths must be absolute"), result
 
 
+def first_fingerprint(listing):
+    return next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+
+
 @pytest.fixture(scope="module")
 def two_keys(tmp_path_factory):
     """A pinned and another throw-away signing key, armored as a repository publishes one."""
@@ -147,7 +151,7 @@ def two_keys(tmp_path_factory):
                         "never"], env=env, check=True, capture_output=True)
         listing = subprocess.run([*gpg, "--with-colons", "--list-keys", "%s@example.org" % name], env=env, check=True,
                                  capture_output=True, text=True).stdout
-        fingerprint = [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][0]
+        fingerprint = first_fingerprint(listing)
         made[name] = (fingerprint, subprocess.run([*gpg, "--armor", "--export", fingerprint], env=env, check=True,
                                                   capture_output=True).stdout)
     yield made
