@@ -75,7 +75,7 @@ options:
       - With them C(armor_blocks), the labels of the file's ASCII-armored blocks in order (C(-----BEGIN LABEL-----)
         lines; empty for a binary file), and C(text_outside_armor), whether anything but white space lies outside
         those blocks. APT reads every armored block of a key file whatever its label, gpg only those it accepts, so
-        M(accelops.gpu.signing_key_problems) refuses a file that is not exactly one C(PGP PUBLIC KEY BLOCK).
+        P(accelops.gpu.signing_key_problems#filter) refuses a file that is not exactly one C(PGP PUBLIC KEY BLOCK).
     type: list
     elements: str
     default: []
