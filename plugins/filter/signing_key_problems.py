@@ -33,6 +33,21 @@ def parse_keys(lines):
     return keys
 
 
+def usable_capabilities(lines, fingerprint):
+    """The usable capabilities of the whole key (capital letters of the primary key's field 12) whose primary key has
+    the fingerprint; "" when the listing has no such key."""
+    capabilities = None
+    for line in lines:
+        fields = line.split(":")
+        if fields[0] in PRIMARY_RECORDS:
+            capabilities = fields[11] if len(fields) > 11 else ""
+        elif fields[0] in SUBKEY_RECORDS:
+            capabilities = None
+        elif fields[0] == "fpr" and capabilities is not None and len(fields) > 9 and fields[9].upper() == fingerprint:
+            return "".join(c for c in capabilities if c.isupper())
+    return ""
+
+
 def armor_problems(listing, source):
     """node_probe's keyrings give the file's armor: apt reads every armored block of a key file whatever its label
     (apt-key's dearmor), gpg only those it accepts, so a block gpg skips would hold a key apt trusts."""
@@ -48,7 +63,7 @@ def armor_problems(listing, source):
     return problems
 
 
-def signing_key_problems(listing, fingerprint, source="the key file"):
+def signing_key_problems(listing, fingerprint, source="the key file", must_sign=False):
     failure, armor = None, []
     if isinstance(listing, dict):  # the registered command result, or node_probe's entry for the file
         armor = armor_problems(listing, source)
@@ -87,6 +102,9 @@ def signing_key_problems(listing, fingerprint, source="the key file"):
     for _record, fpr, primary, validity in keys:
         if primary and fpr == pinned and validity in states:
             problems.append("%s holds the pinned %s, but that key is %s" % (source, pinned, states[validity]))
+    if must_sign and pinned in primaries and "S" not in usable_capabilities(lines, pinned):
+        problems.append("%s holds the pinned %s, but it can no longer sign (its signing keys expired or were revoked)"
+                        % (source, pinned))
     if any(record in ("sec", "ssb") for record, _fpr, _primary, _validity in keys):
         problems.append("%s holds secret key material; a repository key file holds public keys only" % source)
     return problems

@@ -172,3 +172,16 @@ FPR = "fpr:::::::::%s:" % PINNED
 def test_listing_edge_cases(listing, problem):
     problems = signing_key_problems(listing, PINNED)
     assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize("capabilities, problem", [("scSC", False), ("cC", True), ("scESC", False)])
+def test_must_sign_asks_for_a_usable_signing_capability(capabilities, problem):
+    """gpg's capital letters are what the whole key can still do: without S its signing keys expired or were
+    revoked. Only asked for with must_sign."""
+    pinned = "EB693B3035CD5710E231E123A4B469963BF863CC"
+    lines = ["pub:-:4096:1:A4B469963BF863CC:1650000000:::-:::%s::::::23::0:" % capabilities,
+             "fpr:::::::::%s:" % pinned]
+    assert signing_key_problems(lines, pinned) == []
+    found = signing_key_problems(lines, pinned, source="the keyring", must_sign=True)
+    assert found == (["the keyring holds the pinned %s, but it can no longer sign (its signing keys expired or were "
+                      "revoked)" % pinned] if problem else [])
