@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The file_matches, running_units, alternatives_set and pip_unmet filters, each documented in its own <name>.yml:
+"""The file_matches, files_todo, running_units, alternatives_set and pip_unmet filters, each documented in its own <name>.yml:
 decisions on the controller from node_probe's reads."""
 
 from __future__ import annotations
@@ -32,6 +32,38 @@ def file_matches(state, *, kind="file", owner=None, group=None, mode=None, check
         return False
     wanted = {"owner": owner, "group": group, "mode": mode, "checksum": checksum}
     return all(state.get(key) == value for key, value in wanted.items() if value is not None)
+
+
+SETTINGS = ("kind", "owner", "group", "mode", "checksum")
+
+
+def files_todo(files, wanted, *, kind="file", owner=None, group=None, mode=None, checksum=None):
+    """The entries of wanted, in their order, whose path node_probe's read (its files) found not as wanted: each
+    entry is a path, or a dict with a path and any of kind, owner, group, mode and checksum of its own (in place of
+    the keywords'; other keys are kept, for the task that writes it). A path the read did not hold is an error."""
+    if not isinstance(files, dict):
+        raise AnsibleFilterError("files_todo: the input must be the files of accelops.gpu.node_probe, got %s"
+                                 % type(files).__name__)
+    if not isinstance(wanted, list):
+        raise AnsibleFilterError("files_todo: wanted must be a list of paths or of dicts with a path, got %s"
+                                 % type(wanted).__name__)
+    defaults = {"kind": kind, "owner": owner, "group": group, "mode": mode, "checksum": checksum}
+    todo = []
+    for entry in wanted:
+        if isinstance(entry, str):
+            path, settings = entry, defaults
+        elif isinstance(entry, dict) and isinstance(entry.get("path"), str):
+            path = entry["path"]
+            settings = dict(defaults, **{key: entry[key] for key in SETTINGS if key in entry})
+        else:
+            raise AnsibleFilterError("files_todo: each entry of wanted must be a path or a dict with a path, got %r"
+                                     % (entry,))
+        if path not in files:
+            raise AnsibleFilterError("files_todo: %s was not read: node_probe's files must include every path of "
+                                     "wanted" % path)
+        if not file_matches(files[path], **settings):
+            todo.append(entry)
+    return todo
 
 
 def running_units(services):
@@ -118,5 +150,5 @@ def pip_unmet(requirements, dist_infos):
 
 class FilterModule:
     def filters(self):
-        return {"file_matches": file_matches, "running_units": running_units,
+        return {"file_matches": file_matches, "files_todo": files_todo, "running_units": running_units,
                 "alternatives_set": alternatives_set, "pip_unmet": pip_unmet}
