@@ -16,12 +16,15 @@ tasks that ran and their seconds summed over the nodes. The recommended settings
 (pipelining, forks = nodes, linear strategy) are the baseline; --variants re-runs the largest fleet once more with
 each of: forks 5 (Ansible's default), no pipelining, strategy free, a jsonfile fact cache, facts not injected as
 top-level variables (inject_facts_as_vars = False: the controller copies each host's facts once per task, not
-twice), Mitogen (0.3.54 from PyPI into build/bench/fleet/mitogen, its strategy mitogen_linear and its own `docker`
-connection). Any ansible.cfg and ANSIBLE_* settings of the caller's are left out: the baseline is always the same.
+twice), the frameworks' validation left out (pytorch_validate and tensorflow_validate false, as a site that runs
+playbooks/validate.yml on its own schedule sets them), Mitogen (0.3.54 from PyPI into build/bench/fleet/mitogen,
+its strategy mitogen_linear and its own `docker` connection). Any ansible.cfg and ANSIBLE_* settings of the caller's
+are left out: the baseline is always the same. --keep leaves the largest fleet running; --reuse then runs the
+variants alone on it.
 
 Goal (issue 16): the 16-node re-run at most 3 x the one-node re-run on the 2-core machine.
 
-Usage: python tests/bench/fleet.py [--sizes 1,4,16] [--variants all|none|NAME,...] [--keep]
+Usage: python tests/bench/fleet.py [--sizes 1,4,16] [--variants all|none|NAME,...] [--keep] [--reuse]
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ MITOGEN = "mitogen==0.3.54"
 LOCAL = {"ansible.builtin." + name for name in (
     "assert", "set_fact", "validate_argument_spec", "debug", "include_tasks", "import_tasks", "include_role",
     "import_role", "include_vars", "meta", "fail", "group_by", "add_host", "set_stats")}
-VARIANTS = ("forks5", "no_pipelining", "free", "fact_cache", "no_fact_vars", "mitogen")
+VARIANTS = ("forks5", "no_pipelining", "free", "fact_cache", "no_fact_vars", "no_validation", "mitogen")
 
 
 def inventory(names, mirror, key):
@@ -191,6 +194,8 @@ def variant_env(name, env, count):
                     ANSIBLE_CACHE_PLUGIN_TIMEOUT="86400"), []
     if name == "no_fact_vars":
         return dict(env, ANSIBLE_INJECT_FACT_VARS="False"), []
+    if name == "no_validation":
+        return env, ["-e", json.dumps({"pytorch_validate": False, "tensorflow_validate": False})]
     if name == "mitogen":
         target = WORK / "mitogen"
         if not (target / "ansible_mitogen").is_dir():
@@ -211,6 +216,9 @@ def main():
     parser.add_argument("--variants", default="all",
                         help="all, none or a comma-separated list of %s (default all)" % ", ".join(VARIANTS))
     parser.add_argument("--keep", action="store_true", help="leave the largest fleet running afterwards")
+    parser.add_argument("--reuse", action="store_true",
+                        help="run the variants alone on the largest size's nodes that an earlier --keep run left "
+                             "converged (results in fleet-reuse.json)")
     args = parser.parse_args()
     try:
         sizes = sorted({int(size) for size in args.sizes.split(",")})
@@ -238,12 +246,16 @@ def main():
                ANSIBLE_HOME=str(ROOT / ".ansible"), ANSIBLE_NOCOLOR="1", ANSIBLE_PIPELINING="True",
                ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="task_tally")
     results = {"sizes": {}, "variants": {}, "variants_size": sizes[-1] if variants else None}
-    out = ROOT / "build" / "bench" / "fleet.json"
+    out = ROOT / "build" / "bench" / ("fleet-reuse.json" if args.reuse else "fleet.json")
     try:
         for size in sizes:
-            remove_all()
             names = [PREFIX + "%02d" % (i + 1) for i in range(size)]
             inv = WORK / ("inventory-%d.yml" % size)
+            if args.reuse:
+                if size == sizes[-1]:
+                    run(["docker", "inspect", "--format", "{{.State.Running}}", *names])  # fails where one is gone
+                continue
+            remove_all()
             inv.write_text(inventory(names, mirror, key), encoding="utf-8")
             size_env = dict(env, ANSIBLE_FORKS=str(size))
             print("== %d node(s): starting and preparing (logs in %s)" % (size, WORK), flush=True)
@@ -259,8 +271,8 @@ def main():
             print("   %.1f s, controller CPU %.1f s" % (rerun["wall_s"], rerun["controller_cpu_s"]), flush=True)
             results["sizes"][size] = {"first_converge": first, "rerun": rerun}
             out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        one, most = results["sizes"].get(1), results["sizes"][sizes[-1]]
-        if one and sizes[-1] > 1:
+        one, most = results["sizes"].get(1), results["sizes"].get(sizes[-1])
+        if one and most and sizes[-1] > 1:
             results["rerun_ratio"] = round(most["rerun"]["wall_s"] / one["rerun"]["wall_s"], 2)
             print("re-run of %d nodes: %.2f times the one-node re-run (goal: at most 3)"
                   % (sizes[-1], results["rerun_ratio"]), flush=True)
