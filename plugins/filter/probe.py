@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The file_matches, files_todo, running_units, alternatives_set and pip_unmet filters, each documented in its own <name>.yml:
-decisions on the controller from node_probe's reads."""
+"""The file_matches, files_todo, running_units, alternatives_set and pip_unmet filters, each documented in its own
+<name>.yml: decisions on the controller from node_probe's reads."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ SETTINGS = ("kind", "owner", "group", "mode", "checksum")
 def files_todo(files, wanted, *, kind="file", owner=None, group=None, mode=None, checksum=None):
     """The entries of wanted, in their order, whose path node_probe's read (its files) found not as wanted: each
     entry is a path, or a dict with a path and any of kind, owner, group, mode and checksum of its own (in place of
-    the keywords'; other keys are kept, for the task that writes it). A path the read did not hold is an error."""
+    the keywords'; null is not given; other keys are kept, for the task that writes it). A path the read did not
+    hold is an error."""
     if not isinstance(files, dict):
         raise AnsibleFilterError("files_todo: the input must be the files of accelops.gpu.node_probe, got %s"
                                  % type(files).__name__)
@@ -54,14 +55,20 @@ def files_todo(files, wanted, *, kind="file", owner=None, group=None, mode=None,
             path, settings = entry, defaults
         elif isinstance(entry, dict) and isinstance(entry.get("path"), str):
             path = entry["path"]
-            settings = dict(defaults, **{key: entry[key] for key in SETTINGS if key in entry})
+            # A setting of the entry's that is null is not given: the keyword's stands.
+            settings = dict(defaults, **{key: entry[key] for key in SETTINGS if entry.get(key) is not None})
         else:
             raise AnsibleFilterError("files_todo: each entry of wanted must be a path or a dict with a path, got %r"
                                      % (entry,))
         if path not in files:
             raise AnsibleFilterError("files_todo: %s was not read: node_probe's files must include every path of "
                                      "wanted" % path)
-        if not file_matches(files[path], **settings):
+        try:
+            matches = file_matches(files[path], **settings)
+        except AnsibleFilterError as error:
+            raise AnsibleFilterError("files_todo: %s: %s"
+                                     % (path, error.message.removeprefix("file_matches: "))) from None
+        if not matches:
             todo.append(entry)
     return todo
 

@@ -1,5 +1,5 @@
-"""file_matches, files_todo, running_units, alternatives_set and pip_unmet: node_probe's reads against what a file, copy, template,
-service, update-alternatives or pip task would leave."""
+"""file_matches, files_todo, running_units, alternatives_set and pip_unmet: node_probe's reads against what a file,
+copy, template, service, update-alternatives or pip task would leave."""
 
 from __future__ import annotations
 
@@ -70,6 +70,9 @@ def test_files_todo_entries():
               {"path": "/etc/app/a.conf", "src": "a2", "mode": "0755"},
               {"path": "/etc/app", "kind": "directory", "mode": "0755"}]
     assert files_todo(FILES, wanted, owner="root", mode="0644") == [wanted[1], wanted[2]]
+    # Null is not given: the keyword's mode stands.
+    assert files_todo(FILES, [{"path": "/etc/app/b.conf", "mode": None}], mode="0644") == [
+        {"path": "/etc/app/b.conf", "mode": None}]
 
 
 @pytest.mark.parametrize("files, wanted, args, message", [
@@ -78,8 +81,8 @@ def test_files_todo_entries():
     (FILES, [1], {}, "each entry of wanted must be a path or a dict with a path, got 1"),
     (FILES, [{"src": "a"}], {}, "each entry of wanted must be a path or a dict with a path"),
     (FILES, ["/etc/other"], {}, "/etc/other was not read"),
-    (FILES, ["/etc/app/a.conf"], {"mode": "644"}, "mode must be four octal digits"),
-    (FILES, [{"path": "/etc/app", "kind": "fifo"}], {}, "kind must be one of file, directory, link"),
+    (FILES, ["/etc/app/a.conf"], {"mode": "644"}, "files_todo: /etc/app/a.conf: mode must be four octal digits"),
+    (FILES, [{"path": "/etc/app", "kind": "fifo"}], {}, "files_todo: /etc/app: kind must be one of file, directory"),
 ])
 def test_files_todo_bad_input(files, wanted, args, message):
     with pytest.raises(AnsibleFilterError, match=message):
