@@ -253,7 +253,10 @@ def main():
             inv = WORK / ("inventory-%d.yml" % size)
             if args.reuse:
                 if size == sizes[-1]:
-                    run(["docker", "inspect", "--format", "{{.State.Running}}", *names])  # fails where one is gone
+                    found = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}", *names],
+                                           capture_output=True, text=True, check=False).stdout.split()
+                    if found != ["true"] * size:
+                        raise SystemExit("--reuse: the %d nodes of an earlier --keep run are not all running" % size)
                 continue
             remove_all()
             inv.write_text(inventory(names, mirror, key), encoding="utf-8")
@@ -296,7 +299,7 @@ def main():
             results["variants"][name] = result
             out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     finally:
-        if not args.keep:
+        if not (args.keep or args.reuse):  # --reuse leaves the nodes it was given
             remove_all()
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print("written to %s; the fleet report of %d nodes: %s" % (out, sizes[-1], WORK / ("report-%d" % sizes[-1])))
