@@ -94,6 +94,20 @@ def slurm_node_problems(lines, nodes):
     return _slurm.node_problems(lines, nodes)
 
 
+@_filter("slurm_node_states")
+def slurm_node_states(output, names):
+    """Each named node's state and reason as the controller sees it (scontrol show node --oneliner), or why not."""
+    error = None
+    if isinstance(output, dict) and (output.get("unreachable") or output.get("failed") or output.get("rc", 0) != 0):
+        if output.get("skipped"):
+            raise _slurm.SlurmError("the input is the result of a task that was skipped, not what scontrol printed")
+        error = (output.get("stderr") or output.get("msg") or "scontrol exited with %s" % output.get("rc"))
+        output = ""
+    elif isinstance(output, dict):
+        output = _text(output, "scontrol show node --oneliner")
+    return _slurm.node_states(output, names, error)
+
+
 @_filter("slurm_health_actions")
 def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
     """Which nodes to drain or resume after a GPU health check, from scontrol show node --oneliner."""
@@ -146,6 +160,7 @@ class FilterModule:
             "slurm_gres_conf": slurm_gres_conf,
             "slurm_gres_mismatch": slurm_gres_mismatch,
             "slurm_node_problems": slurm_node_problems,
+            "slurm_node_states": slurm_node_states,
             "slurm_health_actions": slurm_health_actions,
             "slurm_maintenance": slurm_maintenance,
             "slurm_allreduce_plan": slurm_allreduce_plan,

@@ -31,6 +31,16 @@ options:
       - Where sysfs is mounted, for the PCI scan. Point it at another tree for image builds in a chroot or for tests.
     type: path
     default: /sys
+  set_facts:
+    description:
+      - Set C(ansible_facts.nvidia) (true), or return the facts as C(nvidia) in the module's result and leave
+        C(ansible_facts) as they were (false).
+      - Use false, with C(register), where a task reads a subset of the facts for a decision of its own, so that the
+        tasks and plays after it do not see a narrower C(ansible_facts.nvidia) than the one they had (a report or a
+        health gate would find the facts of the subsets left out missing).
+    type: bool
+    default: true
+    version_added: 0.1.0
 extends_documentation_fragment:
   - accelops.gpu.attributes
   - accelops.gpu.attributes.facts
@@ -61,6 +71,16 @@ EXAMPLES = r"""
   accelops.gpu.gpu_facts:
     gather_subset: [basic, memory, mig]
 
+- name: Read the GPU processes for a decision of this play, leaving ansible_facts.nvidia as it was
+  accelops.gpu.gpu_facts:
+    gather_subset: [basic, processes]
+    set_facts: false
+  register: gpu_read
+
+- name: Say how many GPUs run processes
+  ansible.builtin.debug:
+    msg: "{{ gpu_read.nvidia.gpus | selectattr('processes') | list | length }} GPUs run processes"
+
 - name: Stop when the driver is not loaded
   ansible.builtin.assert:
     that: ansible_facts.nvidia.driver_loaded
@@ -75,9 +95,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+nvidia:
+  description: With O(set_facts=false), the same facts as RV(ansible_facts.nvidia) (in the result, not set as facts).
+  returned: when O(set_facts=false)
+  type: dict
+  sample: {"driver_loaded": true, "gpu_count": 8, "gpus": []}
 ansible_facts:
   description: GPU facts, under the key C(nvidia).
-  returned: always
+  returned: unless O(set_facts=false)
   type: complex
   contains:
     nvidia:
@@ -233,6 +258,7 @@ def main():
         argument_spec=dict(
             gather_subset=dict(type="list", elements="str", default=["all"]),
             sysfs_root=dict(type="path", default="/sys"),
+            set_facts=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -243,7 +269,9 @@ def main():
         collector = GpuFactsCollector(session, resolve_subsets(module.params["gather_subset"]),
                                       module.params["sysfs_root"])
         facts = collector.collect()
-    module.exit_json(changed=False, ansible_facts={"nvidia": facts})
+    if module.params["set_facts"]:
+        module.exit_json(changed=False, ansible_facts={"nvidia": facts})
+    module.exit_json(changed=False, nvidia=facts)
 
 
 if __name__ == "__main__":

@@ -362,10 +362,15 @@ def slurm_states(state):
 def _slurm_record(name, slurm):
     if not slurm:
         return None, []
-    record = {"state": _text(slurm.get("state")), "reason": _text(slurm.get("reason"))}
+    record = {"state": _text(slurm.get("state")), "reason": _text(slurm.get("reason")),
+              "problem": _text(slurm.get("problem"))}
     bad = [s for s in slurm_states(record["state"]) if s in SLURM_BAD_STATES]
     findings = []
-    if bad:
+    if record["state"] is None:
+        # A node in the Slurm cluster whose state is not known is never shown as if it were outside Slurm.
+        findings.append(_finding(name, None, "slurm_state", "warning", record["problem"] or (
+            "Slurm's state of this node is not known")))
+    elif bad:
         findings.append(_finding(name, None, "slurm_state", "warning", "Slurm has this node %s%s" % (
             record["state"], ", reason: %s" % record["reason"] if record["reason"] else "")))
     return record, findings
@@ -868,7 +873,7 @@ def _node(anchor, record, symbols, out):
     if record["versions"]:
         out.append('<p class="m">%s</p>' % ", ".join("%s %s" % (_e(k), _e(v)) for k, v in record["versions"].items()))
     if record["slurm"]:
-        reason = record["slurm"]["reason"]
+        reason = record["slurm"]["reason"] or record["slurm"].get("problem")
         out.append("<p>Slurm: %s%s</p>" % (_e(record["slurm"]["state"]), " (%s)" % _e(reason) if reason else ""))
     node_findings = [f for f in record["findings"] if f["gpu"] is None]
     if node_findings:
@@ -959,7 +964,7 @@ def render_html(model, title, generated_at):
                "<th>Driver</th><th>Slurm</th></tr>")
     out.extend("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
         _badge(r["status"]), node_link(r["name"]), _e(len(r["gpus"])), _e(r["model"]), _e(r["driver_version"]),
-        _e((r["slurm"] or {}).get("state"))) for r in model["nodes"])
+        _e(r["slurm"]["state"]) if r["slurm"] else '<span class="na">not in Slurm</span>') for r in model["nodes"])
     out.append("</table>")
     symbols = {}
     for record in model["nodes"]:

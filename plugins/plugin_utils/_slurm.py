@@ -12,6 +12,7 @@ import json
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import normalise_bus_id, ranges
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
 
 # Every rule below follows Slurm 24.11: src/plugins/gpu/nvml/gpu_nvml.c (_get_system_gpu_list_nvml, _handle_mig,
 # _nvml_get_nvlink_info), src/plugins/gpu/common/gpu_common.c, src/interfaces/gres.c (gres.conf parsing,
@@ -564,6 +565,35 @@ def node_problems(lines, nodes, slurm_user="slurm"):
             why = (", reason: %s" % found["reason"]) if found["reason"] else ""
             problems.append("%s: state %s%s" % (name, "+".join(found["states"]), why))
     return problems
+
+
+STATE_PROBLEM_MAX = 300
+
+
+def node_states(lines, names, error=None):
+    """Each named node's state as the controller sees it: {name: {state, reason, problem}}. ``state`` is scontrol's
+    State= (such as IDLE, MIXED+DRAIN), ``problem`` says why there is none: the controller could not be asked
+    (``error``, its message) or does not know the node."""
+    if isinstance(lines, str):
+        lines = lines.splitlines()
+    if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+        raise SlurmError("the input must be what scontrol show node --oneliner printed, got %s" % type(lines).__name__)
+    if not isinstance(names, list) or not all(isinstance(name, str) and NODE_NAME.match(name) for name in names):
+        raise SlurmError("names must be a list of Slurm node names (letters, digits, . _ -), got %s"
+                         % shown(names))
+    if error is not None:
+        error = " ".join(str(error).split())[:STATE_PROBLEM_MAX] or "no message"
+        return {name: {"state": None, "reason": None,
+                       "problem": "Slurm's controller could not be asked: %s" % error} for name in names}
+    seen = parse_scontrol_nodes(lines)
+    states = {}
+    for name in names:
+        found = seen.get(name)
+        if found is None:
+            states[name] = {"state": None, "reason": None, "problem": "Slurm's controller does not know this node"}
+        else:
+            states[name] = {"state": "+".join(found["states"]) or None, "reason": found["reason"], "problem": None}
+    return states
 
 
 HEALTH_SEVERITIES = ("ok", "warning", "critical")

@@ -127,4 +127,34 @@ print("\n".join(line for line in lines if line.startswith(wanted)))
 print("(%d series in all)" % len(lines))
 ' | sed 's/^/  /'
 echo "== the fleet report: $root/build/demo-report/fleet.html (its data: fleet.json beside it)"
+# What the report says of the node, checked: every GPU of the fixture OK with its figures and, in the Slurm cluster,
+# the node's state as Slurm has it. A report that cannot say so fails the demo.
+python3 - "$root/build/demo-report/fleet.json" "$root/tests/sim/nvml/fixtures/$fixture.conf" "$slurm" <<'PY' | sed 's/^/  /'
+import json, sys
+report = json.load(open(sys.argv[1]))
+fixture = dict(line.split("=", 1) for line in open(sys.argv[2]).read().splitlines() if "=" in line and not line.startswith("#"))
+wanted = int(fixture["gpu_count"]) if "gpu_count" in fixture else None
+problems = []
+for node in report["nodes"]:
+    slurm = node["slurm"]
+    print("%s: %s, %d GPUs, Slurm: %s" % (node["name"], node["status"].upper(), len(node["gpus"]),
+                                          (slurm["state"] or slurm["problem"]) if slurm else "not in Slurm"))
+    for gpu in node["gpus"]:
+        print("  GPU %s %s: %s, %s/%s MiB, %s/%s W, %s C" % (
+            gpu["index"], gpu["name"], gpu["status"].upper(), gpu["memory_used_mib"], gpu["memory_total_mib"],
+            gpu["power_draw_w"], gpu["power_limit_w"], gpu["temperature_c"]))
+        if gpu["status"] != "ok" or None in (gpu["memory_total_mib"], gpu["power_draw_w"], gpu["temperature_c"]):
+            problems.append("GPU %s is %s: %s" % (gpu["index"], gpu["status"], gpu["status_text"]))
+        elif gpu["temperature_c"] != int(fixture["gpu.%s.temperature_c" % gpu["index"]]):
+            problems.append("GPU %s: %s C, the fixture says %s" % (gpu["index"], gpu["temperature_c"],
+                                                                 fixture["gpu.%s.temperature_c" % gpu["index"]]))
+    if wanted is not None and len(node["gpus"]) != wanted:
+        problems.append("%d GPUs in the report, the fixture has %d" % (len(node["gpus"]), wanted))
+    if sys.argv[3] == "yes" and not (slurm and slurm["state"]):
+        problems.append("the report does not name the node's Slurm state")
+    problems.extend(f["message"] for f in node["findings"])
+if problems:
+    print("the report is not what the node has: " + "; ".join(problems))
+    sys.exit(1)
+PY
 echo "== the node is still running: docker exec -it $node bash   (remove it: docker rm -f $node)"

@@ -18,12 +18,13 @@ from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     slurm_node_gres,
     slurm_node_line,
     slurm_node_problems,
+    slurm_node_states,
 )
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
 
 NAMES = {"slurm_node_gres", "slurm_gres_summary", "slurm_hardware", "slurm_node_line", "slurm_gres_conf",
-         "slurm_gres_mismatch", "slurm_node_problems",
+         "slurm_gres_mismatch", "slurm_node_problems", "slurm_node_states",
          "slurm_health_actions", "slurm_maintenance", "slurm_allreduce_plan", "slurm_allreduce_result"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
@@ -171,3 +172,42 @@ def test_slurm_maintenance_reads_a_registered_result_and_names_the_filter_on_bad
 def test_a_result_without_output_says_what_it_is(result, message):
     with pytest.raises(AnsibleFilterError, match=message):
         slurm_health_actions(result, [])
+
+
+SCONTROL_TWO = ("NodeName=gpu01 Arch=x86_64 Gres=gpu:nvidia_h100_80gb_hbm3:8(S:0-1) State=IDLE Partitions=gpu\n"
+                "NodeName=gpu02 Arch=x86_64 Gres=gpu:nvidia_l40s:2(S:0) State=MIXED+DRAIN Partitions=gpu "
+                "Reason=bad fan [root@2026-12-02T00:30:00]\n")
+
+
+def test_node_states_from_a_registered_scontrol():
+    states = slurm_node_states({"rc": 0, "stdout": SCONTROL_TWO, "stderr": ""}, ["gpu01", "gpu02", "gpu03"])
+    assert states == {
+        "gpu01": {"state": "IDLE", "reason": None, "problem": None},
+        "gpu02": {"state": "MIXED+DRAIN", "reason": "bad fan [root@2026-12-02T00:30:00]", "problem": None},
+        "gpu03": {"state": None, "reason": None, "problem": "Slurm's controller does not know this node"},
+    }
+    assert slurm_node_states(SCONTROL_TWO.splitlines(), ["gpu01"]) == {"gpu01": states["gpu01"]}
+
+
+@pytest.mark.parametrize("result, said", [
+    ({"rc": 1, "stdout": "", "stderr": "slurm_load_node error: Unable to contact slurm controller\n"},
+     "Slurm's controller could not be asked: slurm_load_node error: Unable to contact slurm controller"),
+    ({"unreachable": True, "msg": "ssh: connect to host ctl port 22: refused"},
+     "Slurm's controller could not be asked: ssh: connect to host ctl port 22: refused"),
+    ({"failed": True, "rc": 2, "msg": "[Errno 2] No such file or directory: b'scontrol'", "stdout": ""},
+     "Slurm's controller could not be asked: [Errno 2] No such file or directory: b'scontrol'"),
+    ({"rc": 1, "stderr": "x" * 5000}, "Slurm's controller could not be asked: " + "x" * 300),
+])
+def test_a_controller_that_cannot_be_asked_is_said_never_a_node_outside_slurm(result, said):
+    assert slurm_node_states(result, ["gpu01"]) == {"gpu01": {"state": None, "reason": None, "problem": said}}
+
+
+@pytest.mark.parametrize("output, names, error", [
+    ({"skipped": True, "rc": 1}, ["gpu01"], "skipped"),
+    (SCONTROL_TWO, "gpu01", "names must be a list"),
+    (SCONTROL_TWO, ["gpu01\nx"], "names must be a list"),
+    (42, ["gpu01"], "must be what scontrol show node --oneliner printed"),
+])
+def test_node_states_refuses_what_it_cannot_read(output, names, error):
+    with pytest.raises(AnsibleFilterError, match="slurm_node_states: .*" + error):
+        slurm_node_states(output, names)

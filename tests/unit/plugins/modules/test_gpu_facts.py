@@ -216,6 +216,18 @@ def test_gather_subset_limits_the_keys(module_result, nvml_fixture):
     assert facts["topology"] is None and facts["health"] is None and facts["pci_devices"] is None
 
 
+def test_set_facts_false_returns_the_facts_and_sets_none(module_result, nvml_fixture):
+    """A read for a task's own decision leaves ansible_facts alone (the plays after it keep the wider picture)."""
+    nvml_fixture("dgx-h100")
+    rc, result = module_result(gpu_facts, {"gather_subset": ["basic", "processes"], "set_facts": False})
+    assert rc == 0, result
+    assert "ansible_facts" not in result
+    assert result["nvidia"]["gpu_count"] == 8 and result["nvidia"]["gpus"][0]["processes"] == []
+    assert "ecc_enabled" not in result["nvidia"]["gpus"][0]
+    rc, full = module_result(gpu_facts, {"gather_subset": ["basic", "processes"]})
+    assert full["ansible_facts"]["nvidia"] == result["nvidia"]
+
+
 def test_check_mode_gives_the_same_facts(module_result, nvml_fixture):
     real = gather_facts(module_result, nvml_fixture, "dgx-h100")
     checked = gather_facts(module_result, nvml_fixture, "dgx-h100", _ansible_check_mode=True)

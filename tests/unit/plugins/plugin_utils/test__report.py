@@ -4,6 +4,7 @@ fixtures, RDMA facts from the simulated fabrics, validation records as the roles
 from __future__ import annotations
 
 import copy
+import html
 import importlib.util
 import json
 import re
@@ -348,7 +349,21 @@ def test_slurm_states(state, states):
 def test_a_drain_alone_is_shown_not_found(gather):
     model = fleet_model({"n1": {"nvidia": gather("dgx-h100"), "slurm": {"state": "IDLE+DRAIN", "reason": "rma"}}})
     assert model["nodes"][0]["status"] == "ok" and model["nodes"][0]["slurm"] == {"state": "IDLE+DRAIN",
-                                                                                  "reason": "rma"}
+                                                                                  "reason": "rma", "problem": None}
+
+
+@pytest.mark.parametrize("problem", ["Slurm's controller could not be asked: Unable to contact slurm controller",
+                                     "Slurm's controller does not know this node"])
+def test_a_slurm_state_not_known_is_a_warning_never_outside_slurm(gather, problem):
+    model = fleet_model({"n1": {"nvidia": gather("dgx-h100"), "slurm": {"state": None, "reason": None,
+                                                                        "problem": problem}},
+                         "n2": {"nvidia": gather("dgx-h100")}})
+    node = next(n for n in model["nodes"] if n["name"] == "n1")
+    assert node["status"] == "warning" and node["slurm"] == {"state": None, "reason": None, "problem": problem}
+    assert [(f["code"], f["severity"], f["message"]) for f in node["findings"]] == [("slurm_state", "warning", problem)]
+    page = render_html(model, "Fleet", GENERATED)
+    assert "<p>Slurm: %s (%s)</p>" % ('<span class="na">n/a</span>', html.escape(problem, quote=True)) in page
+    assert '<td><span class="na">not in Slurm</span></td></tr>' in page  # n2 has no Slurm record
 
 
 def test_a_failed_validation_is_critical(gather):
