@@ -9,6 +9,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shortened
+
 FINGERPRINT = re.compile(r"\A[0-9A-F]{40}\Z")
 PRIMARY_RECORDS = {"pub": "public", "sec": "secret"}
 SUBKEY_RECORDS = ("sub", "ssb")
@@ -65,6 +67,8 @@ def armor_problems(listing, source):
 
 def signing_key_problems(listing, fingerprint, source="the key file", must_sign=False):
     failure, armor = None, []
+    if isinstance(listing, dict) and "error" in listing:  # node_probe did not read it: a link, not a regular file
+        return ["%s was not read: %s" % (source, shortened(listing["error"], 1000))]
     if isinstance(listing, dict):  # the registered command result, or node_probe's entry for the file
         armor = armor_problems(listing, source)
         if listing.get("rc") != 0 or listing.get("failed"):
