@@ -13,7 +13,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
 
 # Every pattern is anchored with \A and \Z: "$" would also match before a trailing newline.
-MODULE_NAME = re.compile(r"\A[A-Za-z0-9_-]{1,64}\Z")
+# Never a leading - (modprobe and systemctl would read an option: ["-r", "mlx5_ib"] unloads) or . (.., hidden).
+MODULE_NAME = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_-]{0,63}\Z")
 PARAMETER_NAME = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
 # A bare value (NVreg_RegistryDwords=RMUseSwI2c=0x01;RMI2cSpeed=100) or a double-quoted one with spaces.
 PARAMETER_VALUE = re.compile(r"\A(?:[A-Za-z0-9_.,:;/+=@%-]{1,1024}|\"[ !#-\[\]-~]{0,1024}\")\Z")
@@ -21,7 +22,7 @@ PIN_VALUE = re.compile(r"\A[A-Za-z0-9._+~-](?:[A-Za-z0-9 ._+~-]{0,126}[A-Za-z0-9
 LIMITS_DOMAIN = re.compile(r"\A(?:\*|[@%]?[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?)\Z")
 NCCL_NAME = re.compile(r"\ANCCL_[A-Z0-9_]{1,64}\Z")
 NCCL_VALUE = re.compile(r"\A[!-~]{1,1024}\Z")
-UNIT_NAME = re.compile(r"\A[A-Za-z0-9:_.@\\-]{1,255}\Z")
+UNIT_NAME = re.compile(r"\A(?!.*\.\.)[A-Za-z0-9:_@\\][A-Za-z0-9:_.@\\-]{0,254}\Z")
 # A package index or wheel location, given to pip on its command line: a URL or an absolute path, no white space
 # (which would start another pip option, such as --trusted-host).
 PIP_LOCATION = re.compile(r"\A(?:https?://|file://|/)[!-~]{1,2048}\Z")
@@ -35,7 +36,7 @@ SYSTEM_USER = re.compile(r"\A[a-z_][a-z0-9_-]{0,31}\Z")
 HOST_ADDRESS = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f:.]{2,45})\Z")
 
 ALLOWED = {
-    "module": "a kernel module name (letters, digits, _ and -)",
+    "module": "a kernel module name (letters, digits, _ and -, not starting with -)",
     "parameter": "a module parameter name (letters, digits and _)",
     "value": "letters, digits and _ . , : ; / + = @ % -, or a double-quoted text of printable ASCII without "
              "\" and \\",
@@ -43,7 +44,7 @@ ALLOWED = {
     "domain": "*, a user name, @group or %group",
     "nccl_name": "an NCCL variable name (NCCL_ and capitals, digits, _)",
     "nccl_value": "printable ASCII without spaces",
-    "unit": "a systemd unit name (letters, digits and : _ . @ \\ -)",
+    "unit": "a systemd unit name (letters, digits and : _ . @ \\ -, not starting with - or ., without ..)",
     "pip": "an https://, http:// or file:// URL or an absolute path, without spaces",
     "listen": "HOST:PORT, [IPv6 address]:PORT or :PORT (every address), the port from 1 to 65535",
     "host_name": "a host name (letters, digits and . _ -)",

@@ -9,6 +9,8 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown, whole
+
 # A message names at most this many characters of what dcgmi printed.
 SHOWN = 500
 # The statuses of a result that are no failure; any other (Fail, Error, none at all, one never seen) is a problem.
@@ -79,6 +81,7 @@ def dcgm_diag_problems(diag):
     """What `dcgmi diag -j` found wrong, one line per failed test and entity; [] when it passed."""
     if isinstance(diag, dict):
         rc, stdout, stderr = diag.get("rc"), _text(diag.get("stdout")), _text(diag.get("stderr"))
+        rc = rc if rc is None or whole(rc, negative=True) is not None else shown(rc)
         msg = _text(diag.get("msg"))
     elif isinstance(diag, str):
         rc, stdout, stderr, msg = None, diag, "", ""

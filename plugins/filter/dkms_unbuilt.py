@@ -9,6 +9,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+
 # dkms 3 writes "nvidia/570.124.06, 6.8.0-45-generic, x86_64: installed"; dkms 2 wrote
 # "nvidia, 570.124.06, 6.8.0-45-generic, x86_64: installed". Either may be followed by a warning in parentheses.
 LINE = re.compile(r"\A(?P<module>[^/,\s]+)(?:/|,\s*)(?P<version>[^,\s]+),\s*(?P<kernel>[^,\s]+),\s*[^:\s]+:\s*"
@@ -30,15 +32,15 @@ def dkms_unbuilt(status, kernels, version, module=r"\Anvidia(-current)?(-open)?\
     """The kernels (in the order given) for which `dkms status` shows no installed build of the module's version."""
     if not isinstance(kernels, (list, tuple)) or not all(isinstance(kernel, str) and kernel for kernel in kernels):
         raise AnsibleFilterError("dkms_unbuilt: kernels must be a list of kernel releases such as 6.1.0-28-amd64, "
-                                 "got %r" % (kernels,))
+                                 "got %s" % shown(kernels))
     if not isinstance(version, str) or not version:
-        raise AnsibleFilterError("dkms_unbuilt: version must be the driver's release such as 570.124.06, got %r"
-                                 % (version,))
+        raise AnsibleFilterError("dkms_unbuilt: version must be the driver's release such as 570.124.06, got %s"
+                                 % shown(version))
     try:
         pattern = re.compile(module)
     except (re.error, TypeError) as error:
         raise AnsibleFilterError("dkms_unbuilt: module must be a regular expression for the DKMS module's name, "
-                                 "got %r (%s)" % (module, error)) from error
+                                 "got %s (%s)" % (shown(module), error)) from error
     installed = set()
     for line in _lines(status):
         match = LINE.match(line.strip())

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import malformed_input
+
+FACTS = "ansible_facts.nvidia as gpu_facts sets it"
+
 SEVERITY_RANK = {"ok": 0, "warning": 1, "critical": 2}
 
 
@@ -22,6 +26,7 @@ def _gpu_health(facts, index):
     return "%s (%s)" % (worst["severity"], ", ".join(sorted({f["code"] for f in findings})))
 
 
+@malformed_input("gpu_summary", FACTS)
 def gpu_summary(facts):
     if not isinstance(facts, dict):
         raise AnsibleFilterError("gpu_summary expects ansible_facts.nvidia (a dict), got %s" % type(facts).__name__)
@@ -46,6 +51,7 @@ def gpu_summary(facts):
     return lines
 
 
+@malformed_input("topology_table", FACTS)
 def topology_table(facts):
     """The topology matrix as aligned text rows, like ``nvidia-smi topo -m``."""
     if not isinstance(facts, dict):
@@ -68,6 +74,7 @@ def topology_table(facts):
 _PROCESS_READERS = ("nvmlDeviceGetComputeRunningProcesses", "nvmlSystemGetProcessName")
 
 
+@malformed_input("gpu_processes", FACTS)
 def gpu_processes(facts, unreadable=False):
     """The compute processes on the GPUs, one line each ("GPU 3 pid 4242 (train.py)"). With unreadable, also one line
     for each GPU whose processes could not be read (lost, an NVML error, or listing not supported), and for GPUs that

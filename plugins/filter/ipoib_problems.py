@@ -18,18 +18,19 @@ MIN_MTU = 1280  # IPv6's minimum; IPoIB in datagram mode carries 2044 on a 2K fa
 
 def ipoib_problems(interfaces, netdevs, name="infiniband_ipoib_interfaces"):
     """Every problem of the interface definitions, as 'field: what is wrong' lines."""
+    if not isinstance(name, str):
+        raise AnsibleFilterError("ipoib_problems: name must be the variable's name, got %s" % shown(name))
     if not isinstance(interfaces, list):
-        return ["%s: must be a list of {interface, address, mtu, mode}, got %r" % (name, interfaces)]
-    if netdevs is not None and not isinstance(netdevs, (list, tuple)):
-        raise AnsibleFilterError("ipoib_problems: netdevs must be a list of net device names, got %s"
-                                 % type(netdevs).__name__)
-    known = [str(n) for n in netdevs or []]
+        return ["%s: must be a list of {interface, address, mtu, mode}, got %s" % (name, shown(interfaces))]
+    if netdevs is not None and not (isinstance(netdevs, (list, tuple)) and all(isinstance(n, str) for n in netdevs)):
+        raise AnsibleFilterError("ipoib_problems: netdevs must be a list of net device names, got %s" % shown(netdevs))
+    known = list(netdevs or [])
     problems = []
     seen = set()
     for i, entry in enumerate(interfaces):
         field = "%s[%d]" % (name, i)
         if not isinstance(entry, dict):
-            problems.append("%s: must be a dict with interface and address, got %r" % (field, entry))
+            problems.append("%s: must be a dict with interface and address, got %s" % (field, shown(entry)))
             continue
         for key in sorted(set(entry) - set(KEYS)):
             problems.append("%s.%s: unknown key (known: %s)" % (field, key, ", ".join(KEYS)))
@@ -45,15 +46,15 @@ def ipoib_problems(interfaces, netdevs, name="infiniband_ipoib_interfaces"):
         problems.extend(_address_problems(field, entry.get("address")))
         mode = entry.get("mode", "datagram")
         if mode not in MODES:
-            problems.append("%s.mode: must be datagram or connected, got %r" % (field, mode))
+            problems.append("%s.mode: must be datagram or connected, got %s" % (field, shown(mode)))
         problems.extend(_mtu_problems(field, entry.get("mtu"), MODES.get(mode, MODES["connected"]), mode))
     return problems
 
 
 def _address_problems(field, address):
     if not isinstance(address, str) or "/" not in address:
-        return ["%s.address: must be an IP address with its prefix length such as 10.10.0.11/16, got %r"
-                % (field, address)]
+        return ["%s.address: must be an IP address with its prefix length such as 10.10.0.11/16, got %s"
+                % (field, shown(address))]
     try:
         parsed = ipaddress.ip_interface(address)
     except ValueError:

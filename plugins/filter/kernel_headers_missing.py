@@ -9,6 +9,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+
 # A kernel release as uname -r writes it: 6.1.0-28-amd64, 6.8.0-45-generic, 5.14.0-427.13.1.el9_4.x86_64+debug.
 KERNEL = re.compile(r"\A[0-9][A-Za-z0-9._+~-]*\Z")
 # RHEL's variant kernels carry their flavour after a +; their headers are kernel-<flavour>-devel.
@@ -27,12 +29,12 @@ def kernel_headers_missing(kernels, packages, family):
     """The header packages of the kernels whose headers are not installed, in the kernels' order."""
     if not isinstance(kernels, (list, tuple)) or not all(isinstance(k, str) and KERNEL.match(k) for k in kernels):
         raise AnsibleFilterError("kernel_headers_missing: kernels must be a list of kernel releases such as "
-                                 "6.1.0-28-amd64, got %r" % (kernels,))
+                                 "6.1.0-28-amd64, got %s" % shown(kernels))
     if not isinstance(packages, dict):
         raise AnsibleFilterError("kernel_headers_missing: packages must be ansible_facts.packages (package_facts), "
                                  "got %s" % type(packages).__name__)
     if family not in ("Debian", "RedHat"):
-        raise AnsibleFilterError("kernel_headers_missing: family must be Debian or RedHat, got %r" % (family,))
+        raise AnsibleFilterError("kernel_headers_missing: family must be Debian or RedHat, got %s" % shown(family))
     missing = []
     for kernel in kernels:
         if family == "Debian":

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shortened
+
 LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 GDR_LIMIT = "PHB"  # beyond the host bridge GPUDirect RDMA is slower than staging through host memory
 
@@ -52,10 +54,10 @@ def nccl_env(facts, ipoib_interfaces=None, overrides=None):
         raise AnsibleFilterError("nccl_env: ipoib_interfaces must be a list, got %s" % type(ipoib_interfaces).__name__)
     try:
         return _nccl_env(facts, ipoib_interfaces, overrides)
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as exc:
         raise AnsibleFilterError("nccl_env: the input is not ansible_facts.infiniband as ib_facts sets it, or "
-                                 "ipoib_interfaces/overrides are malformed (%s: %s)" % (type(exc).__name__, exc)) \
-            from None
+                                 "ipoib_interfaces/overrides are malformed (%s: %s)"
+                                 % (type(exc).__name__, shortened(exc, 500))) from None
 
 
 def _nccl_env(facts, ipoib_interfaces, overrides):

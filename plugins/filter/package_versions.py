@@ -10,6 +10,8 @@ import re
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.compat.version import LooseVersion
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+
 
 def _strings(value, name, what):
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)) or \
@@ -27,7 +29,7 @@ def newest_version(versions, suffix="", pattern=""):
     try:
         wanted = re.compile(pattern) if pattern else None
     except re.error as exc:
-        raise AnsibleFilterError("newest_version: pattern %r is not a regular expression: %s" % (pattern, exc)) \
+        raise AnsibleFilterError("newest_version: pattern %s is not a regular expression: %s" % (shown(pattern), exc)) \
             from None
     candidates = [v for v in candidates if v.endswith(suffix) and (wanted is None or wanted.search(v))]
     newest = ""
@@ -36,7 +38,8 @@ def newest_version(versions, suffix="", pattern=""):
             if not newest or LooseVersion(version) > LooseVersion(newest):
                 newest = version
         except TypeError:  # LooseVersion cannot order a number against a word at the same place
-            raise AnsibleFilterError("newest_version: %r and %r cannot be compared" % (version, newest)) from None
+            raise AnsibleFilterError("newest_version: %s and %s cannot be compared"
+                                     % (shown(version), shown(newest))) from None
     return newest
 
 
@@ -53,7 +56,7 @@ def package_offers(lines, regex=None):
     try:
         offer = re.compile(regex)
     except (re.error, TypeError) as exc:
-        raise AnsibleFilterError("package_offers: %r is not a regular expression: %s" % (regex, exc)) from None
+        raise AnsibleFilterError("package_offers: %s is not a regular expression: %s" % (shown(regex), exc)) from None
     if offer.groups < 2:
         raise AnsibleFilterError("package_offers: the regular expression needs two groups, name and version")
     found = {}

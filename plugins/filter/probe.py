@@ -13,6 +13,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+
 KINDS = ("file", "directory", "link")
 OCTAL = set("01234567")
 
@@ -24,10 +26,10 @@ def file_matches(state, *, kind="file", owner=None, group=None, mode=None, check
         raise AnsibleFilterError("file_matches: the input must be one path's state from accelops.gpu.node_probe "
                                  "(its files), got %s" % type(state).__name__)
     if kind not in KINDS:
-        raise AnsibleFilterError("file_matches: kind must be one of %s, got %r" % (", ".join(KINDS), kind))
+        raise AnsibleFilterError("file_matches: kind must be one of %s, got %s" % (", ".join(KINDS), shown(kind)))
     if mode is not None and not (isinstance(mode, str) and len(mode) == 4 and set(mode) <= OCTAL):
-        raise AnsibleFilterError("file_matches: mode must be four octal digits as a string such as '0644', got %r"
-                                 % (mode,))
+        raise AnsibleFilterError("file_matches: mode must be four octal digits as a string such as '0644', got %s"
+                                 % shown(mode))
     if state.get("exists") is not True or state.get("type") != kind:
         return False
     wanted = {"owner": owner, "group": group, "mode": mode, "checksum": checksum}
@@ -58,8 +60,8 @@ def files_todo(files, wanted, *, kind="file", owner=None, group=None, mode=None,
             # A setting of the entry's that is null is not given: the keyword's stands.
             settings = dict(defaults, **{key: entry[key] for key in SETTINGS if entry.get(key) is not None})
         else:
-            raise AnsibleFilterError("files_todo: each entry of wanted must be a path or a dict with a path, got %r"
-                                     % (entry,))
+            raise AnsibleFilterError("files_todo: each entry of wanted must be a path or a dict with a path, got %s"
+                                     % shown(entry))
         if path not in files:
             raise AnsibleFilterError("files_todo: %s was not read: node_probe's files must include every path of "
                                      "wanted" % path)
@@ -95,7 +97,7 @@ def alternatives_set(files, links, target, admin_dir="/var/lib/dpkg/alternatives
         raise AnsibleFilterError("alternatives_set: the input must be the files of accelops.gpu.node_probe, got %s"
                                  % type(files).__name__)
     if not isinstance(links, list) or not all(isinstance(link, str) for link in links):
-        raise AnsibleFilterError("alternatives_set: links must be a list of names, got %r" % (links,))
+        raise AnsibleFilterError("alternatives_set: links must be a list of names, got %s" % shown(links))
     found = []
     for link in links:
         admin = files.get(posixpath.join(admin_dir, link)) or {}
@@ -128,10 +130,11 @@ def pip_unmet(requirements, dist_infos):
     *.dist-info directories) are not known to meet; an empty list means that each requirement itself is installed
     (their dependencies are not read)."""
     if not isinstance(requirements, list) or not all(isinstance(item, str) for item in requirements):
-        raise AnsibleFilterError("pip_unmet: the input must be a list of requirement strings, got %r" % (requirements,))
+        raise AnsibleFilterError("pip_unmet: the input must be a list of requirement strings, got %s"
+                                 % shown(requirements))
     if not isinstance(dist_infos, list) or not all(isinstance(item, str) for item in dist_infos):
-        raise AnsibleFilterError("pip_unmet: dist_infos must be a list of paths (node_probe's globs), got %r"
-                                 % (dist_infos,))
+        raise AnsibleFilterError("pip_unmet: dist_infos must be a list of paths (node_probe's globs), got %s"
+                                 % shown(dist_infos))
     installed = {}
     for path in dist_infos:
         base = posixpath.basename(path.rstrip("/"))

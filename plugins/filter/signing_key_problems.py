@@ -9,6 +9,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shortened, shown, whole
+
 FINGERPRINT = re.compile(r"\A[0-9A-F]{40}\Z")
 PRIMARY_RECORDS = {"pub": "public", "sec": "secret"}
 SUBKEY_RECORDS = ("sub", "ssb")
@@ -64,14 +66,21 @@ def armor_problems(listing, source):
 
 
 def signing_key_problems(listing, fingerprint, source="the key file", must_sign=False):
+    if not isinstance(source, str):
+        raise AnsibleFilterError("signing_key_problems: source must be text that names the file, got %s"
+                                 % type(source).__name__)
     failure, armor = None, []
+    if isinstance(listing, dict) and "error" in listing:  # node_probe did not read it: a link, not a regular file
+        return ["%s was not read: %s" % (source, shortened(listing["error"], 1000))]
     if isinstance(listing, dict):  # the registered command result, or node_probe's entry for the file
         armor = armor_problems(listing, source)
         if listing.get("rc") != 0 or listing.get("failed"):
             said = listing.get("stderr_lines", listing.get("stderr", ""))
             said = said.splitlines() if isinstance(said, str) else [s for s in said or [] if isinstance(s, str)]
             last = ": " + said[-1] if said else ""
-            failure = "gpg could not read all of %s (exit %s%s)" % (source, listing.get("rc", "unknown"), last)
+            rc = listing.get("rc", "unknown")
+            rc = rc if rc in ("unknown", None) or whole(rc, negative=True) is not None else shown(rc)
+            failure = "gpg could not read all of %s (exit %s%s)" % (source, rc, last)
         listing = listing.get("stdout_lines", listing.get("stdout", ""))
     if isinstance(listing, str):
         lines = listing.splitlines()
@@ -81,7 +90,7 @@ def signing_key_problems(listing, fingerprint, source="the key file", must_sign=
         raise AnsibleFilterError("signing_key_problems: expected gpg's --with-colons output as text or lines, got %s"
                                  % type(listing).__name__)
     if not isinstance(fingerprint, str) or not FINGERPRINT.match(fingerprint.replace(" ", "").upper()):
-        raise AnsibleFilterError("signing_key_problems: fingerprint must be 40 hex digits, got %r" % (fingerprint,))
+        raise AnsibleFilterError("signing_key_problems: fingerprint must be 40 hex digits, got %s" % shown(fingerprint))
     pinned = fingerprint.replace(" ", "").upper()
     keys = parse_keys(lines)
     primaries = [fpr for _record, fpr, primary, _validity in keys if primary]

@@ -23,7 +23,12 @@ def _filter(name):
 def _text(value, what, streams=("stdout",)):
     """A command's output: the text itself, or the named streams of its registered result."""
     if isinstance(value, dict) and any(stream in value for stream in streams):
-        value = "\n".join(value.get(stream) or "" for stream in streams)
+        texts = [value.get(stream) or "" for stream in streams]
+        if not all(isinstance(text, str) for text in texts):
+            raise _slurm.SlurmError("the input's %s must be what %s printed (text), got %s"
+                                    % (" and ".join(streams), what,
+                                       ", ".join(type(text).__name__ for text in texts)))
+        value = "\n".join(texts)
     if isinstance(value, dict) and value.get("skipped"):
         raise _slurm.SlurmError("the input is the result of a task that was skipped on this host, not what %s printed"
                                 % what)

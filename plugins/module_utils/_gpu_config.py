@@ -9,6 +9,8 @@ import json
 import math
 import os
 import re
+import stat
+import tempfile
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import (
@@ -32,6 +34,8 @@ NVML_CLOCK_GRAPHICS = 0
 LOCKED_CLOCKS_FILE = "locked-clocks.json"
 # The locked clocks of a GPU when the memory file is unreadable: a reset then always resets.
 UNKNOWN_LOCK = "unknown"
+# The memory holds one small entry per GPU: a larger file is not one this module wrote (then nothing is known).
+MAX_MEMORY_BYTES = 1024 * 1024
 
 
 class Unavailable(ConfigError):
@@ -297,19 +301,35 @@ class LockedClocksMemory:
             raise ConfigError("state_dir: give an absolute directory path, got %r; nothing was changed" % (where,))
         if os.path.lexists(where) and not os.path.isdir(where):
             raise ConfigError("state_dir: %s exists and is not a directory; nothing was changed" % where)
-        if os.path.lexists(self.path) and not os.path.isfile(self.path):
-            raise ConfigError("state_dir: %s is not a regular file; nothing was changed" % self.path)
+        try:
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ConfigError("state_dir: cannot read %s: %s; nothing was changed"
+                              % (self.path, exc.strerror or exc)) from None
+        if not stat.S_ISREG(mode):
+            raise ConfigError("state_dir: %s is %s, not a regular file; nothing was changed"
+                              % (self.path, "a symbolic link" if stat.S_ISLNK(mode) else "not a plain file"))
 
     def load(self):
         """What was locked, by GPU UUID; None when the file is there but is not what this module writes (then
         nothing is known, and every GPU's clocks count as possibly locked)."""
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
+            # Never through a link, never blocked by a fifo put in its place after check().
+            descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError):
-            return None
+        except OSError as exc:
+            raise ConfigError("state_dir: cannot read %s: %s; nothing was changed"
+                              % (self.path, exc.strerror or exc)) from None
+        with os.fdopen(descriptor, encoding="utf-8") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise ConfigError("state_dir: %s is not a regular file; nothing was changed" % self.path)
+            try:
+                data = json.loads(handle.read(MAX_MEMORY_BYTES + 1))
+            except (OSError, ValueError, RecursionError):
+                return None
         if not isinstance(data, dict):
             return None
         # A value this module does not write (null, a number, a range it would refuse) is not known: unknown.
@@ -320,10 +340,20 @@ class LockedClocksMemory:
         directory = os.path.dirname(self.path)
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o755)
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(data, handle, sort_keys=True)
-        os.rename(tmp, self.path)
+        # A new file of a name no one could have prepared (O_EXCL), renamed over the memory: rename replaces a link
+        # put in its place, it never writes through one.
+        descriptor, tmp = tempfile.mkstemp(prefix=LOCKED_CLOCKS_FILE + ".", dir=directory)
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                os.fchmod(descriptor, 0o644)
+                json.dump(data, handle, sort_keys=True)
+            os.rename(tmp, self.path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
 
 class GpuConfigurator:

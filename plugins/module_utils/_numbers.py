@@ -39,9 +39,42 @@ def decimal_or_hex(text):
     return decimal(text)
 
 
-def shown(value):
-    """``repr(value)`` for a message, also for an int too long for Python to print."""
+def shortened(text, limit=200):
+    """``text`` cut to at most ``limit`` characters, the cut marked with ...: a message never echoes unbounded input."""
+    text = str(text)
+    return text if len(text) <= limit else text[:max(limit - 3, 0)] + "..."
+
+
+def shown(value, limit=80):
+    """``repr(value)`` for a message, at most ``limit`` characters, also for an int too long for Python to print and
+    for a container too deep or too large to print whole."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
         return "an integer of %d bits" % value.bit_length()
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    if isinstance(value, str):
+        value = value[:limit]  # repr of a megabyte of text only to cut it
+    elif isinstance(value, (bytes, bytearray)):
+        value = bytes(value[:limit])
+    elif isinstance(value, (dict, list, tuple, set, frozenset)) and _large(value, limit):
+        return "a %s of %d items" % (type(value).__name__, len(value))
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):  # nested too deep; an int inside too long to print
+        return "a %s of %d items" % (type(value).__name__, len(value)) if hasattr(value, "__len__") \
+            else "a %s" % type(value).__name__
+    return shortened(text, limit)
+
+
+def _large(value, limit, depth=0):
+    """Whether repr() of a container could be costly: many items, deep nesting or long texts inside."""
+    if depth > 8 or len(value) > limit:
+        return True
+    items = value.items() if isinstance(value, dict) else ((None, item) for item in value)
+    for key, item in items:
+        for part in (key, item):
+            if isinstance(part, (str, bytes)) and len(part) > limit:
+                return True
+            if isinstance(part, int) and not isinstance(part, bool) and part.bit_length() > 64:
+                return True
+            if isinstance(part, (dict, list, tuple, set, frozenset)) and _large(part, limit, depth + 1):
+                return True
+    return False

@@ -8,6 +8,7 @@ functions over the text the tools print."""
 from __future__ import annotations
 
 import base64
+import errno
 import glob
 import grp
 import hashlib
@@ -19,6 +20,10 @@ import stat
 SERVICE_PROPERTIES = ("Id", "LoadState", "ActiveState", "SubState", "UnitFileState")
 # A file whose content is asked for is returned up to this size.
 READ_LIMIT = 1024 * 1024
+# A regular file is hashed up to this size; a larger one (a sparse file of terabytes, a log) gets a checksum of null
+# and an error instead of an endless read. Files a role compares are configuration files, scripts and keys.
+HASH_LIMIT = 64 * 1024 * 1024
+CHUNK = 65536
 # dpkg's states in which a package's files are on the disk.
 INSTALLED_STATES = ("installed", "half-configured", "unpacked", "half-installed", "triggers-awaited",
                     "triggers-pending")
@@ -137,35 +142,93 @@ def parse_systemctl_show(text, names):
     return {name: states.get(name) for name in names}
 
 
+class Refused(Exception):
+    """A path that is not read, and why (the message names the path)."""
+
+
+KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISLNK, "link"), (stat.S_ISFIFO, "fifo"),
+         (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+
+
+def kind(mode):
+    """The kind of file a st_mode is: file, directory, link, fifo, character device, block device, socket or other."""
+    return next((name for test, name in KINDS if test(mode)), "other")
+
+
+def described(mode):
+    """The kind of file a st_mode is, for a message: "a symbolic link", "a fifo", ..."""
+    return {"link": "a symbolic link", "other": "a special file"}.get(kind(mode), "a " + kind(mode))
+
+
+def read_regular(path, keep=0, limit=HASH_LIMIT):
+    """(SHA-1 hex digest, the first bytes up to keep + 1) of the regular file at path. It is opened without following
+    a symbolic link and without blocking (a fifo or a device put in its place after an lstat, a stream such as
+    /proc/kmsg that has nothing to give), and read to at most limit bytes; Refused, naming the path and why, otherwise.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise Refused("%s is a symbolic link; not followed" % path) from None
+        raise Refused("cannot open %s: %s" % (path, error.strerror or error)) from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused("%s is %s, not a regular file; not read" % (path, described(info.st_mode)))
+        if info.st_size > limit:
+            raise Refused("%s is %d bytes, more than the limit of %s; not read" % (path, info.st_size, _mib(limit)))
+        digest, kept, total = hashlib.sha1(), [], 0
+        while True:
+            try:
+                chunk = os.read(descriptor, CHUNK)
+            except BlockingIOError:
+                raise Refused("%s would block when read (a stream, not a file); not read" % path) from None
+            except OSError as error:
+                raise Refused("cannot read %s: %s" % (path, error.strerror or error)) from None
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:  # a file that grows, or one the kernel makes up as it is read
+                raise Refused("%s gave more than the limit of %s; not read" % (path, _mib(limit)))
+            digest.update(chunk)
+            if keep and sum(map(len, kept)) <= keep:
+                kept.append(chunk)
+        return digest.hexdigest(), b"".join(kept)[:keep + 1]
+    finally:
+        os.close(descriptor)
+
+
+def _mib(size):
+    return "%g MiB" % (size / 1048576.0)
+
+
 def file_state(path, read=False):
     """What the file module and template compare: existence, type, mode, owner, group, size and SHA-1 of a regular
-    file (the checksum Ansible's copy and template use); its content (text) when read and no larger than READ_LIMIT."""
+    file (the checksum Ansible's copy and template use) up to HASH_LIMIT; its content (text) when read and no larger
+    than READ_LIMIT. A regular file that cannot be read (larger than HASH_LIMIT, replaced by a link or a fifo, a
+    stream that would block) gets a checksum of null and an error naming the path; nothing else is ever opened."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return {"exists": False}
     except OSError as error:
         return {"exists": None, "error": str(error)}
-    kinds = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISLNK, "link"))
-    state = {"exists": True, "type": next((kind for test, kind in kinds if test(info.st_mode)), "other"),
+    found = kind(info.st_mode)
+    # The file module knows files, directories and links; the others (never opened) are named in kind.
+    state = {"exists": True, "type": found if found in ("file", "directory", "link") else "other",
              "mode": "%04o" % stat.S_IMODE(info.st_mode), "owner": _name(pwd.getpwuid, info.st_uid),
              "group": _name(grp.getgrgid, info.st_gid), "size": info.st_size, "checksum": None}
+    if state["type"] == "other":
+        state["kind"] = found
     if state["type"] == "link":
         state["target"] = os.readlink(path)
     if state["type"] == "file":
-        digest, kept = hashlib.sha1(), []
         try:
-            with open(path, "rb") as handle:
-                for chunk in iter(lambda: handle.read(65536), b""):
-                    digest.update(chunk)
-                    if read and sum(map(len, kept)) <= READ_LIMIT:
-                        kept.append(chunk)
-        except OSError as error:
+            state["checksum"], data = read_regular(path, READ_LIMIT if read else 0)
+        except Refused as error:
             state["error"] = str(error)
             return state
-        state["checksum"] = digest.hexdigest()
         if read:
-            data = b"".join(kept)
             state["content"] = base64.b64encode(data).decode("ascii") if len(data) <= READ_LIMIT else None
     return state
 

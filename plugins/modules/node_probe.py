@@ -36,13 +36,17 @@ options:
     description:
       - Absolute paths whose state is returned (existence, type, mode, owner, group, size, SHA-1 of a regular file),
         each under the path exactly as given (no C(~) or variable expansion).
+      - A path is never followed when it is a symbolic link, and only a regular file is opened, without blocking (a
+        fifo, a device or a socket is C(type) C(other) with its C(kind), and is not opened). A regular file larger than
+        64 MiB, one that would block when read (a stream such as C(/proc/kmsg)) or one replaced by something else
+        while it is read gets a C(checksum) of C(null) and an C(error) naming the path, not a hang.
     type: list
     elements: str
     default: []
   read:
     description:
-      - Absolute paths whose state and content (base64, as M(ansible.builtin.slurp) returns it; up to 1 MiB) are
-        returned, each under the path exactly as given.
+      - Absolute paths whose state and content (base64, as M(ansible.builtin.slurp) returns it; up to 1 MiB, C(null)
+        for a larger file) are returned, each under the path exactly as given, read as O(files) are.
     type: list
     elements: str
     default: []
@@ -70,8 +74,12 @@ options:
       - Absolute paths of OpenPGP key files (a repository's keyring) whose keys are listed as
         C(gpg --batch --with-colons --show-keys) lists them, with a GnuPG home of its own that is removed afterwards
         (the node's keyrings are neither read nor changed). C(rc), C(stdout), C(stderr), C(stdout_lines) and C(cmd)
-        are returned under the path as given, as M(ansible.builtin.command) registers them; C(null) for a path that is
-        not a regular file (a symbolic link included). rc 127 without gpg.
+        are returned under the path as given, as M(ansible.builtin.command) registers them; rc 127 without gpg.
+        C(null) for a path that does not exist.
+      - A path that is not a regular file (a symbolic link, a directory, a fifo, a device) or that cannot be read
+        (larger than 1 MiB, unreadable) is not listed and gets only C(error), a message naming the path and why;
+        P(accelops.gpu.signing_key_problems#filter) refuses it. The file is read once, without following a link or
+        blocking, and gpg lists a copy of what was read.
       - With them C(armor_blocks), the labels of the file's ASCII-armored blocks in order (C(-----BEGIN LABEL-----)
         lines; empty for a binary file), and C(text_outside_armor), whether anything but white space lies outside
         those blocks. APT reads every armored block of a key file whatever its label, gpg only those it accepts, so
@@ -143,7 +151,8 @@ candidates:
            "versions": ["550.54.15-1", "550.40.07-1"], "status": "installed"}}
 files:
   description: Per path in O(files) and O(read); C(content) (base64, as M(ansible.builtin.slurp) returns it) for
-    those in O(read).
+    those in O(read). C(type) is C(file), C(directory), C(link) or C(other) (then C(kind) is C(fifo),
+    C(character device), C(block device), C(socket) or C(other)); C(error) says why a path could not be read.
   returned: always
   type: dict
   sample: {"/etc/modprobe.d/nvidia.conf": {"exists": true, "type": "file", "mode": "0644", "owner": "root",
@@ -167,7 +176,8 @@ services:
            "unit_file_state": "enabled"}}
 keyrings:
   description: Per path in O(keyrings), gpg's listing (C(rc), C(stdout), C(stderr), C(stdout_lines), C(cmd)) and the
-    file's armor (C(armor_blocks), C(text_outside_armor)); C(null) for a path that is not a regular file.
+    file's armor (C(armor_blocks), C(text_outside_armor)); C(null) for a path that does not exist; only C(error) for
+    one that is not a regular file or cannot be read.
   returned: always
   type: dict
   sample: {"/etc/apt/keyrings/cuda-archive-keyring.asc": {"rc": 0, "stdout": "pub:-:4096:1:A4B469963BF863CC:...",
@@ -257,23 +267,36 @@ def commands(module, wanted):
 
 def keyrings(module, paths):
     """gpg's listing of each key file, with a throw-away GnuPG home: --show-keys imports nothing, but gpg creates its
-    home's keybox and trust database, which must not land in root's home."""
+    home's keybox and trust database, which must not land in root's home. The file is read once, without following a
+    link or blocking and to at most READ_LIMIT bytes, and gpg lists a copy of what was read: the bytes listed are the
+    bytes whose armor is given, whatever replaces the file meanwhile."""
     result = {}
     for path in paths:
         try:
-            regular = stat.S_ISREG(os.lstat(path).st_mode)
-        except OSError:
-            regular = False
-        if not regular:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
             result[path] = None
+            continue
+        except OSError as error:
+            result[path] = {"error": "cannot read %s: %s" % (path, error.strerror or error)}
+            continue
+        try:
+            if not stat.S_ISREG(mode):
+                raise _probe.Refused("%s is %s, not a regular file; not read" % (path, _probe.described(mode)))
+            _digest, data = _probe.read_regular(path, _probe.READ_LIMIT, _probe.READ_LIMIT)
+        except _probe.Refused as error:
+            result[path] = {"error": str(error)}
             continue
         argv = ["gpg", "--batch", "--with-colons", "--show-keys", "--", path]
         with tempfile.TemporaryDirectory(prefix="accelops-probe-") as home:
-            out = run(module, [argv[0], "--no-tty", "--no-autostart", "--homedir", home, *argv[1:]])
+            copy = os.path.join(home, "key")
+            with open(copy, "xb") as handle:
+                handle.write(data)
+            out = run(module, [argv[0], "--no-tty", "--no-autostart", "--homedir", home, *argv[1:-1], copy])
+            out["stderr"] = out["stderr"].replace(copy, path)
         out["cmd"] = argv
         out["stdout_lines"] = out["stdout"].splitlines()
-        with open(path, "rb") as handle:
-            out.update(_probe.armor_layout(handle.read()))
+        out.update(_probe.armor_layout(data))
         result[path] = out
     return result
 

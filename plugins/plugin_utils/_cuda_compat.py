@@ -329,6 +329,8 @@ def cuda_too_new(cudas, driver):
     """The CUDA releases among cudas that driver is too old for, each with the driver it needs (the minimum of its
     toolkit release): ["12.4", "12.8"], "550.54.15" -> [{"cuda": "12.8", "driver": "570.26"}]."""
     have = _numbers(driver, "driver")
+    if not isinstance(cudas, (str, list, tuple)):
+        raise CompatError("cudas must be a CUDA version or a list of them, got %s" % type(cudas).__name__)
     found = []
     for release in [cudas] if isinstance(cudas, str) else cudas:
         need = cuda_min_driver(release)

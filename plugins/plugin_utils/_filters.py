@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shortened
+
 _PLUGIN_UTILS = "ansible_collections.accelops.gpu.plugins.plugin_utils."
+# The longest message of a filter error: a message names the field and shows a shortened value, never the input whole.
+MESSAGE_LIMIT = 1000
 
 
 class LazyModule:
@@ -32,9 +37,43 @@ class LazyModule:
         return getattr(importlib.import_module(self._name), attribute)
 
 
+def input_problem(raised):
+    """What Python refused in the input, for an exception that input too large or too deep causes in any code that
+    reads it (a RecursionError; the ValueError of an int of more digits than Python converts); else None."""
+    if isinstance(raised, RecursionError):
+        return "the input is nested too deeply to read"
+    if type(raised) is ValueError and "integer string conversion" in str(raised):
+        return "the input holds a number of more digits than Python converts (%d)" % sys.get_int_max_str_digits()
+    return None
+
+
+def malformed_input(name, expected):
+    """A decorator for a filter that reads a structure (facts, a registered result) field by field: a field missing
+    or of another type (AttributeError, KeyError, IndexError, TypeError) or input Python refuses (input_problem) is
+    AnsibleFilterError naming the filter ``name`` and saying the input is not ``expected``."""
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                return function(*args, **kwargs)
+            except Exception as raised:
+                problem = input_problem(raised)
+                if problem is None and isinstance(raised, (AttributeError, KeyError, IndexError, TypeError)):
+                    problem = "%s: %s" % (type(raised).__name__, shortened(raised, 300))
+                if problem is None:
+                    raise
+                raise AnsibleFilterError("%s: the input is not %s (%s)" % (name, expected, problem)) from None
+
+        return wrapper
+
+    return decorate
+
+
 def filter_errors(name, module, error):
     """A decorator that makes a function a filter whose errors of the class named ``error`` of the LazyModule
-    ``module`` (looked up only when something was raised) are AnsibleFilterError naming the filter ``name``."""
+    ``module`` (looked up only when something was raised), and what input too large or too deep causes, are
+    AnsibleFilterError naming the filter ``name``, with a message of at most MESSAGE_LIMIT characters."""
 
     def decorate(function):
         @functools.wraps(function)
@@ -43,7 +82,13 @@ def filter_errors(name, module, error):
                 return function(*args, **kwargs)
             except Exception as raised:
                 if isinstance(raised, getattr(module, error)):
-                    raise AnsibleFilterError("%s: %s" % (name, raised)) from raised
+                    said = str(raised)
+                    if len(said) > MESSAGE_LIMIT:  # Ansible would append the whole message of the cause
+                        raise AnsibleFilterError("%s: %s" % (name, shortened(said, MESSAGE_LIMIT))) from None
+                    raise AnsibleFilterError("%s: %s" % (name, said)) from raised
+                problem = input_problem(raised)
+                if problem:
+                    raise AnsibleFilterError("%s: %s" % (name, problem)) from None
                 raise
 
         return wrapper

@@ -107,6 +107,18 @@ BAD = [
     ("host_address", "http://node1", "give a host name, an IPv4 address or an IPv6 address without brackets"),
     ("host_address", "[2001:db8::3]", "is not allowed here"),
     ("host_address", "node1:9400", "is not allowed here"),
+    # A leading - is an option to modprobe and systemctl: ["-r", "mlx5_ib"] would unload the module.
+    ("kernel_modules", ["-r", "mlx5_ib"], "nvidia_driver_module_params[0]: '-r' is not allowed here; give a kernel "
+     "module name (letters, digits, _ and -, not starting with -)"),
+    ("kernel_modules", ["--force"], "nvidia_driver_module_params[0]: '--force' is not allowed here"),
+    ("modprobe_options", {"-r": {"a": 1}}, "nvidia_driver_module_params: key '-r' is not allowed here"),
+    ("unit_names", ["-H", "evil"], "nvidia_driver_module_params[0]: '-H' is not allowed here; give a systemd unit "
+     "name (letters, digits and : _ . @ \\ -, not starting with - or ., without ..)"),
+    ("unit_names", ["--now"], "nvidia_driver_module_params[0]: '--now' is not allowed here"),
+    ("unit_names", [".."], "nvidia_driver_module_params[0]: '..' is not allowed here"),
+    ("unit_names", ["../../etc/x.service"], "nvidia_driver_module_params[0]: '../../etc/x.service' is not allowed"),
+    ("unit_names", ["a..service"], "nvidia_driver_module_params[0]: 'a..service' is not allowed here"),
+    ("unit_names", [".hidden.service"], "nvidia_driver_module_params[0]: '.hidden.service' is not allowed here"),
 ]
 
 

@@ -112,6 +112,16 @@ def test_bad_input_is_a_filter_error(listing, fingerprint, message):
         signing_key_problems(listing, fingerprint)
 
 
+@pytest.mark.parametrize("error", ["/var/cache/k.pub is a symbolic link, not a regular file; not read",
+                                   "/var/cache/k.pub is a fifo, not a regular file; not read", "x" * 100000])
+def test_a_file_node_probe_did_not_read_is_refused(error):
+    """node_probe's keyrings give only an error for a path that is not a regular file (a link, a fifo) or too large:
+    that is the one problem, never a key file that passes."""
+    problems = signing_key_problems({"error": error}, "A" * 40, source="The key file at URL")
+    assert len(problems) == 1 and problems[0].startswith("The key file at URL was not read: " + error[:900])
+    assert len(problems[0]) <= 1100
+
+
 def test_registered():
     assert FilterModule().filters()["signing_key_problems"] is signing_key_problems
 

@@ -19,3 +19,29 @@ def test_whole_numbers(value, expected):
 def test_shown_never_fails_on_a_huge_integer():
     assert _numbers.shown(10 ** 5000) == "an integer of 16610 bits"
     assert _numbers.shown("x" * 200).endswith("...") and len(_numbers.shown("x" * 200)) == 80
+
+
+def nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("x" * 10 ** 6, "'" + "x" * 76 + "..."),
+    (["x" * 10 ** 6], "a list of 1 items"),
+    (list(range(10 ** 5)), "a list of 100000 items"),
+    ({"a": {"b": 10 ** 5000}}, "a dict of 1 items"),
+    (nested(10 ** 5), "a list of 1 items"),
+    (b"\0" * 10 ** 6, ("b'" + "\\x00" * 19)[:77] + "..."),
+    ({"a": 1}, "{'a': 1}"),
+])
+def test_shown_is_bounded_and_cheap_for_any_value(value, expected):
+    assert _numbers.shown(value) == expected and len(_numbers.shown(value)) <= 80
+
+
+def test_shortened():
+    assert _numbers.shortened("abc", 10) == "abc"
+    assert _numbers.shortened("a" * 20, 10) == "aaaaaaa..."
+    assert _numbers.shortened(5, 10) == "5"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
+import signal
 
 import pytest
 
@@ -161,6 +163,77 @@ def test_file_state(tmp_path):
     assert _probe.file_state(str(tmp_path / "link"))["checksum"] is None
     assert _probe.file_state(str(tmp_path / "missing")) == {"exists": False}
     assert _probe.file_state(str(tmp_path))["type"] == "directory"
+
+
+@contextlib.contextmanager
+def alarm(seconds):
+    """Fail, not hang, when what is inside blocks longer than seconds."""
+    def expired(_signum, _frame):
+        raise TimeoutError("blocked for %d s" % seconds)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_fifo_put_in_place_of_a_file_is_not_waited_on(tmp_path, monkeypatch):
+    """The path was a regular file when it was looked at (lstat) and is a fifo with no writer when it is opened:
+    opened without blocking, it is refused as a fifo."""
+    plain, fifo = tmp_path / "plain", tmp_path / "fifo"
+    plain.write_text("x")
+    os.mkfifo(fifo)
+    real = os.lstat
+    monkeypatch.setattr(_probe.os, "lstat", lambda path: real(plain) if path == str(fifo) else real(path))
+    with alarm(5):
+        state = _probe.file_state(str(fifo), read=True)
+    assert state["type"] == "file" and state["checksum"] is None and "content" not in state
+    assert state["error"] == "%s is a fifo, not a regular file; not read" % fifo
+
+
+def test_a_link_put_in_place_of_a_file_is_not_followed(tmp_path, monkeypatch):
+    plain, link = tmp_path / "plain", tmp_path / "link"
+    plain.write_text("secret")
+    link.symlink_to(plain)
+    real = os.lstat
+    monkeypatch.setattr(_probe.os, "lstat", lambda path: real(plain) if path == str(link) else real(path))
+    state = _probe.file_state(str(link), read=True)
+    assert state["checksum"] is None and "content" not in state
+    assert state["error"] == "%s is a symbolic link; not followed" % link
+
+
+def test_a_stream_that_has_nothing_to_give_is_not_waited_on(tmp_path, monkeypatch):
+    """As /proc/kmsg (a regular file to stat, a stream to read): open, nothing to read yet. A fifo with a writer that
+    writes nothing stands in for it, taken for a regular file."""
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # keeps a writer attached, so a blocking read would wait
+    monkeypatch.setattr(_probe.stat, "S_ISREG", lambda mode: True)
+    try:
+        with alarm(5), pytest.raises(_probe.Refused, match="^%s would block when read" % fifo):
+            _probe.read_regular(str(fifo))
+    finally:
+        os.close(writer)
+
+
+@pytest.mark.parametrize("size, read, error", [
+    (2 ** 40, False, "is 1099511627776 bytes, more than the limit of 64 MiB; not read"),
+    (64 * 2 ** 20 + 1, True, "is 67108865 bytes, more than the limit of 64 MiB; not read"),
+    (2 ** 20 + 1, True, None),
+])
+def test_a_large_sparse_file_is_an_error_not_an_endless_hash(tmp_path, size, read, error):
+    path = tmp_path / "sparse"
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    with alarm(10):
+        state = _probe.file_state(str(path), read=read)
+    if error:
+        assert state["checksum"] is None and state["error"] == "%s %s" % (path, error) and "content" not in state
+    else:  # hashed, but too large to return
+        assert state["checksum"] == hashlib.sha1(b"\0" * size).hexdigest() and state["content"] is None
 
 
 def test_globs(tmp_path):

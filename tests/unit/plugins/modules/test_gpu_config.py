@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _gpu_config
@@ -250,6 +252,48 @@ def test_a_state_dir_that_is_a_file_is_refused_before_any_lock(configure, tmp_pa
     rc, result, path = configure("dgx-h100", locked_clocks_mhz={"min": 1500, "max": 1980}, state_dir=str(state))
     assert rc == 1 and result["msg"] == "state_dir: %s exists and is not a directory; nothing was changed" % state
     assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_memory_that_is_a_link_or_fifo_is_refused_before_any_lock(configure, tmp_path, kind):
+    state = tmp_path / "state"
+    state.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("{}")
+    memory = state / "locked-clocks.json"
+    if kind == "link":
+        memory.symlink_to(victim)
+    else:
+        os.mkfifo(memory)
+    rc, result, path = configure("dgx-h100", locked_clocks_mhz={"min": 1500, "max": 1980})
+    assert rc == 1 and result["msg"].startswith("state_dir: %s is " % memory), result
+    assert result["msg"].endswith("not a regular file; nothing was changed")
+    assert path.read_bytes() == (FIXTURES / path.name).read_bytes()
+    assert victim.read_text() == "{}"
+
+
+def test_the_memory_is_never_written_through_a_link_at_its_temporary_name(configure, tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (state / "locked-clocks.json.tmp").symlink_to(victim)
+    rc, result, _path = configure("dgx-h100", gpus=["0"], locked_clocks_mhz={"min": 1500, "max": 1980})
+    assert rc == 0 and result["changed"] is True, result
+    assert victim.read_text() == "keep"
+    assert not (state / "locked-clocks.json").is_symlink()
+    assert "1500" in (state / "locked-clocks.json").read_text()
+    assert oct((state / "locked-clocks.json").stat().st_mode & 0o777) == "0o644"
+
+
+def test_a_memory_replaced_by_a_link_after_the_check_is_not_read_through_it(tmp_path):
+    memory = _gpu_config.LockedClocksMemory(str(tmp_path))
+    memory.check()
+    victim = tmp_path / "victim"
+    victim.write_text('{"gpu-x": {"min": 1, "max": 2}}')
+    os.symlink(victim, memory.path)
+    with pytest.raises(_gpu_config.ConfigError, match=r"cannot read .*locked-clocks.json: .*nothing was changed"):
+        memory.load()
 
 
 # --------------------------------------------------------------------------- NVML faults in every phase

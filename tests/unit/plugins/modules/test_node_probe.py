@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 
@@ -84,7 +86,8 @@ def test_users_as_getent_gives_them(module_result):
 @pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")  # make test installs it
 def test_keyrings_are_listed_without_touching_a_gnupg_home(module_result, tmp_path, monkeypatch):
     """A repository's keyring, listed as the roles check a downloaded key: the listing passes signing_key_problems
-    for the key's own fingerprint, a missing path or a directory is null, a file gpg cannot read answers with its rc;
+    for the key's own fingerprint, a missing path is null, a directory an error, a file gpg cannot read answers with
+    its rc;
     neither root's GnuPG home nor the temporary one is left behind."""
     maker = tmp_path / "maker"
     maker.mkdir(mode=0o700)
@@ -125,7 +128,7 @@ def test_keyrings_are_listed_without_touching_a_gnupg_home(module_result, tmp_pa
     assert signing_key_problems(listed, fingerprint) == []
     assert signing_key_problems(listed, "0" * 40) != []
     assert result["keyrings"][str(tmp_path / "missing.asc")] is None
-    assert result["keyrings"][str(tmp_path)] is None
+    assert result["keyrings"][str(tmp_path)] == {"error": "%s is a directory, not a regular file; not read" % tmp_path}
     assert result["keyrings"][str(junk)]["rc"] != 0
     assert signing_key_problems(result["keyrings"][str(junk)], fingerprint)[0].startswith("gpg could not read all")
     # One GnuPG home per key file gpg read, under the temporary directory, each gone afterwards.
@@ -185,10 +188,54 @@ def test_a_key_file_apt_would_read_more_of_is_refused(module_result, tmp_path, t
     assert any(problem in found for found in problems), problems
 
 
-def test_a_link_to_a_key_file_is_not_read(module_result, tmp_path):
-    """Only a regular file is listed: a symbolic link (even to a key file) is null, as node_probe's files type it."""
+def sparse(path, size):
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda path, target: path.symlink_to(target), "is a symbolic link, not a regular file; not read"),
+    (lambda path, target: os.mkfifo(path), "is a fifo, not a regular file; not read"),
+    (lambda path, target: sparse(path, 2 ** 21), "is 2097152 bytes, more than the limit of 1 MiB; not read"),
+], ids=["link", "fifo", "sparse-2MiB"])
+def test_a_key_file_that_is_not_a_small_regular_file_is_refused_not_skipped(module_result, tmp_path, make, said):
+    """Only a regular file is listed; a symbolic link (even to a good key file), a fifo or a file larger than 1 MiB is
+    an error that signing_key_problems refuses, not a null that the roles' fingerprint check skips."""
     target = tmp_path / "key.asc"
     target.write_bytes(b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n-----END PGP PUBLIC KEY BLOCK-----\n")
-    (tmp_path / "link.asc").symlink_to(target)
-    rc, result = module_result(node_probe, {"keyrings": [str(tmp_path / "link.asc")]})
-    assert rc == 0 and result["keyrings"] == {str(tmp_path / "link.asc"): None}, result
+    path = tmp_path / "download.asc"
+    make(path, target)
+    with alarm(10):
+        rc, result = module_result(node_probe, {"keyrings": [str(path)]})
+    assert rc == 0 and result["keyrings"] == {str(path): {"error": "%s %s" % (path, said)}}, result
+    problems = signing_key_problems(result["keyrings"][str(path)], "A" * 40, source="The key file at URL")
+    assert problems == ["The key file at URL was not read: %s %s" % (path, said)]
+
+
+@contextlib.contextmanager
+def alarm(seconds):
+    """Fail, not hang, when what is inside blocks longer than seconds."""
+    def expired(_signum, _frame):
+        raise TimeoutError("blocked for %d s" % seconds)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_files_that_would_block_or_never_end_are_reported_not_read(module_result, tmp_path):
+    """A fifo is typed, never opened; a sparse file of 1 TiB is an error naming the path, not an endless hash."""
+    fifo, big = tmp_path / "kmsg", tmp_path / "sparse.img"
+    os.mkfifo(fifo)
+    sparse(big, 2 ** 40)
+    with alarm(10):
+        rc, result = module_result(node_probe, {"files": [str(fifo)], "read": [str(big)]})
+    assert rc == 0, result
+    assert result["files"][str(fifo)]["type"] == "other" and result["files"][str(fifo)]["kind"] == "fifo"
+    assert result["files"][str(big)]["checksum"] is None and "content" not in result["files"][str(big)]
+    assert result["files"][str(big)]["error"] == (
+        "%s is 1099511627776 bytes, more than the limit of 64 MiB; not read" % big)

@@ -4,6 +4,7 @@ templating from the role's defaults and vars (the Ubuntu and RHEL paths cannot r
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from rolevars import Batch
@@ -121,3 +122,38 @@ def test_keyring_in_place(key, expected):
     """Whether the keyring in place is trusted without a download (tasks/apt.yml): root's 0644 file whose gpg listing
     holds exactly the pinned primary key."""
     assert KEYRINGS[key]["in_place"] in ((True, "True") if expected else (False, "False"))
+
+
+STAGED = "/var/cache/accelops-gpu/3bf863cc.pub"
+LINKED = {"error": "%s is a symbolic link, not a regular file; not read" % STAGED}
+
+
+def fingerprint_check(listing, check_mode=False):
+    """The check of tasks/fingerprint.yml (its condition and its problems) on node_probe's read of the download."""
+    task = next(t for t in yaml.safe_load((ROLE / "tasks" / "fingerprint.yml").read_text())
+                if t["name"] == "Refuse a key file that holds anything but the pinned key")
+    facts = {"distribution": "Debian", "distribution_major_version": "12", "architecture": "x86_64"}
+    return KEYRINGS.add([ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml"],
+                        {"ansible_facts": facts, "ansible_check_mode": check_mode,
+                         "__cuda_repo_key_read": {"keyrings": {STAGED: listing}}},
+                        [("when", "{{ %s }}" % task["when"]), ("problems", task["vars"]["__cuda_repo_key_problems"])],
+                        task_vars={"__cuda_repo_key_source": task["vars"]["__cuda_repo_key_source"]})
+
+
+@pytest.mark.parametrize("key, runs, problem", [
+    (fingerprint_check(listing(PINNED)), True, None),
+    # A link (even to a good key) is refused, not skipped: the copy to the keyring would follow it.
+    (fingerprint_check(LINKED), True, "The key file at %s/debian12/x86_64/3bf863cc.pub was not read: %s"
+     % (NVIDIA, LINKED["error"])),
+    (fingerprint_check(LINKED, check_mode=True), True, "was not read: "),
+    # Nothing there: skipped only in check mode, where nothing may have been downloaded.
+    (fingerprint_check(None, check_mode=True), False, None),
+    (fingerprint_check(None), True, "3bf863cc.pub is not at %s after its download" % STAGED),
+], ids=["pinned", "link", "link-check-mode", "missing-check-mode", "missing"])
+def test_the_downloaded_key_is_checked_unless_check_mode_downloaded_nothing(key, runs, problem):
+    rendered = KEYRINGS[key]
+    assert rendered["when"] in ((True, "True") if runs else (False, "False")), rendered
+    if problem is None and runs:
+        assert rendered["problems"] in ([], "[]"), rendered
+    elif problem is not None:
+        assert any(problem in found for found in rendered["problems"]), rendered
