@@ -39,6 +39,13 @@ COMPAT = {
         "13.0": ["580.65.06", "580.82.07", "580.95.05"],  # Table 3: CUDA 13.0 GA, Update 1, Update 2
         "13.1": ["590.44.01", "590.48.01"],  # Table 3: CUDA 13.1 GA, Update 1
         "13.2": ["595.45.04", "595.58.03", "595.71.05"],  # Table 3: CUDA 13.2 GA, Update 1, Update 2
+        # The 13.3 edition of the release notes, Table 3 ("CUDA 13.3 GA >=610.43.02", "CUDA 13.3 Update 1
+        # >=610.43.02"): https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html; NVIDIA's
+        # redistributable manifests give the same driver for both (cuda_compat 610.43.02 in
+        # https://developer.download.nvidia.com/compute/cuda/redist/redistrib_13.3.0.json and redistrib_13.3.1.json).
+        "13.3": ["610.43.02", "610.43.02"],  # Table 3: CUDA 13.3 GA, Update 1
+        # Not here: CUDA 13.4 (its GA release is 13.4.1; NVIDIA no longer bundles the Linux driver with it) and 13.5,
+        # whose Table 3 rows were not at hand. Until they are, the filters refuse them and name min_drivers.
     },
     # Minimum Linux x86_64 driver for CUDA minor version compatibility, per CUDA major: the same release notes,
     # Table 2 "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility".

@@ -63,6 +63,9 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat import (
     ("13.1.1", "590.48.01"),
     ("13.2", "595.45.04"),
     ("13.2.2", "595.71.05"),
+    ("13.3", "610.43.02"),  # Table 3 of the 13.3 notes: GA and Update 1 both >= 610.43.02
+    ("13.3.0", "610.43.02"),
+    ("13.3.1", "610.43.02"),
     (12.4, "550.54.14"),  # an unquoted YAML float
 ])
 def test_cuda_min_driver_toolkit(cuda, driver):
@@ -78,6 +81,7 @@ def test_cuda_min_driver_toolkit(cuda, driver):
     ("12.9", "525.60.13"),
     ("13.0", "580"),
     ("13.2", "580"),
+    ("13.3.1", "580"),
 ])
 def test_cuda_min_driver_minor_compat(cuda, driver):
     assert cuda_min_driver(cuda, compat="minor") == driver
@@ -108,7 +112,9 @@ def test_cuda_min_driver_minor_compat(cuda, driver):
     ("580.82.07", "13.0"),
     ("590.48.01", "13.1"),
     ("595.45.04", "13.2"),
-    ("1000.1", "13.2"),  # a driver newer than anything known supports the newest CUDA in the table
+    ("610.43.01", "13.2"),  # one below 13.3 GA
+    ("610.43.02", "13.3"),
+    ("1000.1", "13.3"),  # a driver newer than anything known supports the newest CUDA in the table
     (580, "12.9"),  # an int: 580 < 580.65.06
 ])
 def test_cuda_max_for_driver(driver, cuda):
@@ -127,6 +133,7 @@ def test_cuda_max_for_driver(driver, cuda):
     ("13.0", "cu130"),
     ("13.1", "cu130"),
     ("13.2", "cu132"),
+    ("13.3", "cu132"),  # no cu133 channel: the newest not newer than 13.3
 ])
 def test_torch_cuda_channel_without_torch(cuda, channel):
     assert torch_cuda_channel(cuda) == channel
@@ -232,9 +239,9 @@ def test_horovod_releases_newer_than_the_table_have_no_known_limit():
     (lambda: horovod_limit("0.28.1", "mxnet"), r"^framework must be one of torch, tensorflow, got 'mxnet'$"),
     (lambda: horovod_limit("latest", "torch"), r"^horovod 'latest' is not a version: .* e\.g\. 0\.28\.1$"),
     # unknown CUDA: the nearest is the newest known release not newer than it, else the oldest
-    (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.0 to 13\.2\); nearest: 12\.6$"),
+    (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.0 to 13\.3\); nearest: 12\.6$"),
     (lambda: cuda_min_driver("10.2"), r"^CUDA 10\.2 is not in the table .*; nearest: 11\.0$"),
-    (lambda: cuda_min_driver("14.0"), r"^CUDA 14\.0 is not in the table .*; nearest: 13\.2$"),
+    (lambda: cuda_min_driver("14.0"), r"^CUDA 14\.0 is not in the table .*; nearest: 13\.3$"),
     (lambda: cuda_min_driver("12.4.3"), r"^CUDA 12\.4\.3 is not a release: CUDA 12\.4 has 12\.4\.0, 12\.4\.1; "
                                         r"nearest: 12\.4\.1$"),
     (lambda: cuda_min_driver("12.4", compat="major"), r"^compat must be one of toolkit, minor, got 'major'$"),
@@ -308,6 +315,7 @@ def test_every_cuda_the_frameworks_name_is_in_the_driver_table():
 def test_the_table_covers_what_docs_promise():
     assert min(COMPAT["toolkit_driver"], key=_cuda_compat._key) == "11.0"
     assert "13.0" in COMPAT["toolkit_driver"]
+    assert max(COMPAT["toolkit_driver"], key=_cuda_compat._key) == "13.3"
     assert [_cuda_compat._dotted(k) for k in _cuda_compat._known("torch_channels")] == [
         "2.%d" % n for n in range(1, 14)]
     assert [_cuda_compat._dotted(k) for k in _cuda_compat._known("tensorflow_build")] == [
