@@ -39,6 +39,13 @@ COMPAT = {
         "13.0": ["580.65.06", "580.82.07", "580.95.05"],  # Table 3: CUDA 13.0 GA, Update 1, Update 2
         "13.1": ["590.44.01", "590.48.01"],  # Table 3: CUDA 13.1 GA, Update 1
         "13.2": ["595.45.04", "595.58.03", "595.71.05"],  # Table 3: CUDA 13.2 GA, Update 1, Update 2
+        # The 13.3 edition of the release notes, Table 3 ("CUDA 13.3 GA >=610.43.02", "CUDA 13.3 Update 1
+        # >=610.43.02"): https://docs.nvidia.com/cuda/archive/13.3.0/cuda-toolkit-release-notes/index.html; NVIDIA's
+        # redistributable manifests give the same driver for both (cuda_compat 610.43.02 in
+        # https://developer.download.nvidia.com/compute/cuda/redist/redistrib_13.3.0.json and redistrib_13.3.1.json).
+        "13.3": ["610.43.02", "610.43.02"],  # Table 3: CUDA 13.3 GA, Update 1
+        # Not here: CUDA 13.4 (its GA release is 13.4.1; NVIDIA no longer bundles the Linux driver with it) and 13.5,
+        # whose Table 3 rows were not at hand. Until they are, the filters refuse them and name min_drivers.
     },
     # Minimum Linux x86_64 driver for CUDA minor version compatibility, per CUDA major: the same release notes,
     # Table 2 "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility".
@@ -185,8 +192,13 @@ COMPAT = {
 
 COMPAT_MODES = ("toolkit", "minor")
 
-# ASCII digits only: Python's int() takes other scripts' digits too.
-_NUMERIC = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+# ASCII digits only: Python's int() takes other scripts' digits too. At most 6 parts of at most 9 digits: no version
+# is longer, and a 5,000-digit "version" must fail as one, not in int() (which refuses 4,300 digits and more).
+_NUMERIC = re.compile(r"\A[0-9]{1,9}(\.[0-9]{1,9}){0,5}\Z")
+# How much of a value an error message shows.
+_SHOWN = 40
+# The most entries min_drivers may hold.
+_MAX_MIN_DRIVERS = 64
 
 
 class CompatError(ValueError):
@@ -194,15 +206,35 @@ class CompatError(ValueError):
 
 
 def _text(value):
-    # YAML may hand over 12.4 as a float or 580 as an int; bool is an int in Python, but never a version.
+    # YAML may hand over 12.4 as a float or 580 as an int; bool is an int in Python, but never a version. Anything
+    # else (a list, a dict) is no version either: its type name fails every version pattern, and str() of it is
+    # never taken (nested deep enough, str() raises RecursionError; an int of 5,000 digits, ValueError).
     if value is None or isinstance(value, bool):
         return ""
-    return str(value).strip()
+    if isinstance(value, str):
+        return str(value).strip()
+    if isinstance(value, int):
+        return str(value) if value.bit_length() <= 64 else "<int>"
+    if isinstance(value, float):
+        return str(value)
+    return "<%s>" % type(value).__name__
 
 
 def _shown(value):
-    """repr() of what was given; a str subclass (a templated value) shows as a plain string."""
-    return repr(str(value)) if isinstance(value, str) else repr(value)
+    """repr() of what was given, at most _SHOWN characters of it; a str subclass (a templated value) shows as a plain
+    string. Never raises: an error message must not fail in turn."""
+    try:
+        if isinstance(value, str):
+            text = repr(str(value))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = _text(value)
+        else:
+            text = repr(value)
+    except Exception:  # a RecursionError from a deeply nested list, or a __repr__ that fails
+        text = "<%s>" % type(value).__name__
+    if len(text) > _SHOWN:
+        text = "%s... (%d characters)" % (text[:_SHOWN], len(text))
+    return text
 
 
 def _numbers(value, what):
@@ -242,7 +274,7 @@ def _cuda(value):
 def _release(value, what):
     """major.minor of a framework version: 2.5.1, 2.5.1+cu124 and 2.5 all give (2, 5)."""
     text = _text(value).split("+", 1)[0]
-    if not _NUMERIC.match(text) or "." not in text:
+    if not _NUMERIC.match(text) or "." not in text or len(_text(value)) > 64:
         raise CompatError("%s %s is not a version: expected major.minor[.patch], e.g. %s" % (
             what, _shown(value), {"torch": "2.5.1", "horovod": "0.28.1"}.get(what, "2.16.1")))
     return _key(text)[:2]
@@ -283,63 +315,155 @@ def _describe(channel):
     return "%s (CUDA %s)" % (channel, _dotted(_channel_cuda(channel)))
 
 
-def cuda_min_driver(cuda, compat="toolkit"):
+def _first(updates):
+    """The driver of a release's oldest update the table has (its GA release, unless only updates were named)."""
+    return updates[min(updates)]
+
+
+def _toolkit_rows(min_drivers=None):
+    """The toolkit_driver section as {(major, minor): {update: driver}}, with the releases newer than the table that
+    min_drivers names ({"13.4": "615.20", "13.3.2": "610.60"}: major.minor is the GA release, major.minor.N Update N).
+
+    min_drivers may name a release the table knows only with the driver the table has, and no release older than the
+    newest in the table that NVIDIA never published (12.7); no driver may be older than an older release's.
+    """
+    rows = {_key(release): dict(enumerate(drivers)) for release, drivers in COMPAT["toolkit_driver"].items()}
+    if min_drivers is None or (isinstance(min_drivers, (dict, str, list)) and len(min_drivers) == 0):
+        return rows
+    if not isinstance(min_drivers, dict):
+        raise CompatError("min_drivers must be a mapping of CUDA release to its minimum driver, such as "
+                          "{'13.4': '615.20'}, got %s" % _shown(min_drivers))
+    if len(min_drivers) > _MAX_MIN_DRIVERS:
+        raise CompatError("min_drivers names %d CUDA releases; at most %d" % (len(min_drivers), _MAX_MIN_DRIVERS))
+    known = sorted(rows)
+    for cuda, driver in min_drivers.items():
+        numbers = _cuda(cuda)
+        if isinstance(driver, float):
+            raise CompatError("min_drivers gives CUDA %s's driver as the number %s: quote it (a YAML number loses "
+                              "trailing zeros: 615.20 reads as 615.2)" % (_text(cuda), _text(driver)))
+        _numbers(driver, "driver")
+        release, update = numbers[:2], (numbers[2] if len(numbers) == 3 else 0)
+        table = rows.get(release, {}).get(update) if release in known else None
+        if table is not None:
+            if _pad(_key(table)) != _pad(_numbers(driver, "driver")):
+                raise CompatError("min_drivers names CUDA %s with driver %s, but the table has it: driver >= %s" % (
+                    _text(cuda), _text(driver), table))
+            continue
+        if release not in known and _newer(known[-1], release):
+            raise CompatError("min_drivers names CUDA %s, which is not a CUDA release: min_drivers is for releases "
+                              "newer than the table (CUDA %s to %s), or newer updates of one in it" % (
+                                  _text(cuda), _dotted(known[0]), _dotted(known[-1])))
+        rows.setdefault(release, {})[update] = _text(driver)
+    previous = None
+    for release in sorted(rows):
+        for update in sorted(rows[release]):
+            driver = rows[release][update]
+            if previous and _newer(_key(previous[1]), _key(driver)):
+                raise CompatError("min_drivers: CUDA %s.%d's driver %s is older than CUDA %s's (%s); a newer CUDA "
+                                  "release never needs an older driver" % (
+                                      _dotted(release), update, driver, previous[0], previous[1]))
+            previous = ("%s.%d" % (_dotted(release), update), driver)
+    return rows
+
+
+def _named_by_override(cuda):
+    return ("where NVIDIA has published its minimum driver (CUDA Toolkit release notes, table \"CUDA Toolkit and "
+            "Corresponding Driver Versions\"), name it: min_drivers={'%s': '<driver>'}" % cuda)
+
+
+def _cuda_release(cuda, min_drivers=None):
+    """A CUDA release of the table (with the releases min_drivers names) as (major.minor, update, its minimum driver).
+
+    The one answer to "is this a CUDA release": cuda_min_driver, cuda_too_new, torch_cuda_channel, tensorflow_for_cuda
+    and gpu_support_problems(cuda=...) all ask it. A release newer than the table is refused, naming the newest the
+    table knows and min_drivers, never answered with a guess; a release NVIDIA never published (12.7) is refused
+    with the nearest.
+    """
+    numbers = _cuda(cuda)
+    rows = _toolkit_rows(min_drivers)
+    release, update = numbers[:2], (numbers[2] if len(numbers) == 3 else 0)
+    known = sorted(rows)
+    given = _text(cuda)
+    if release not in rows:
+        newest = known[-1]
+        if _newer(release, newest):
+            raise CompatError("CUDA %s is newer than the table: its newest is CUDA %s (driver >= %s), and it cannot "
+                              "say which driver CUDA %s needs; %s" % (
+                                  given, _dotted(newest), _first(rows[newest]), given, _named_by_override(given)))
+        raise CompatError("CUDA %s is not in the table (CUDA %s to %s); nearest: %s" % (
+            given, _dotted(known[0]), _dotted(newest), _dotted(_nearest(release, known))))
+    updates = rows[release]
+    if update not in updates:
+        names = ", ".join("%s.%d" % (_dotted(release), n) for n in sorted(updates))
+        last = max(updates)
+        raise CompatError("CUDA %s is not a release the table knows: CUDA %s has %s; nearest: %s.%d (driver >= %s); "
+                          "for a newer update, %s" % (given, _dotted(release), names, _dotted(release), last,
+                                                      updates[last], _named_by_override(given)))
+    return release, update, updates[update]
+
+
+def cuda_min_driver(cuda, compat="toolkit", min_drivers=None):
     """The minimum Linux x86_64 driver for a CUDA release: "12.4" -> "550.54.14", "12.4.1" -> "550.54.15".
 
     compat="toolkit" is NVIDIA's driver for that toolkit release (every feature works); compat="minor" is the
     minimum for CUDA minor version compatibility, the same for a whole CUDA major (some features need the newer
-    driver, and PTX newer than the driver cannot be JIT-compiled).
+    driver, and PTX newer than the driver cannot be JIT-compiled). min_drivers names the drivers of releases newer
+    than the table ({"13.4": "615.20"}); for a CUDA major the table lacks, compat="minor" gives that driver too.
     """
     if compat not in COMPAT_MODES:
         raise CompatError("compat must be one of %s, got %s" % (", ".join(COMPAT_MODES), _shown(compat)))
-    numbers = _cuda(cuda)
-    release = numbers[:2]
-    known = _known("toolkit_driver")
-    if release not in known:
-        raise CompatError("CUDA %s is not in the table (CUDA %s to %s); nearest: %s" % (
-            _text(cuda), _dotted(known[0]), _dotted(known[-1]), _dotted(_nearest(release, known))))
-    updates = COMPAT["toolkit_driver"][_dotted(release)]
-    update = numbers[2] if len(numbers) == 3 else 0
-    if update >= len(updates):
-        names = ", ".join("%s.%d" % (_dotted(release), n) for n in range(len(updates)))
-        raise CompatError("CUDA %s is not a release: CUDA %s has %s; nearest: %s.%d" % (
-            _text(cuda), _dotted(release), names, _dotted(release), len(updates) - 1))
+    release, _update, driver = _cuda_release(cuda, min_drivers)
     if compat == "minor":
-        return COMPAT["minor_compat_driver"][str(release[0])]
-    return updates[update]
+        return COMPAT["minor_compat_driver"].get(str(release[0]), driver)
+    return driver
 
 
-def cuda_max_for_driver(driver):
-    """The newest CUDA major.minor whose toolkit (GA) driver minimum this driver meets: "550.54.15" -> "12.4"."""
+def cuda_max_for_driver(driver, min_drivers=None):
+    """The newest CUDA major.minor whose toolkit (GA) driver minimum this driver meets: "550.54.15" -> "12.4".
+
+    A driver of a branch newer than the table's newest (615 where the newest is CUDA 13.3's 610) is refused: it may
+    run a CUDA the table does not know. min_drivers names the newer releases' drivers, as for cuda_min_driver.
+    """
     numbers = _numbers(driver, "driver")
-    known = _known("toolkit_driver")
+    rows = _toolkit_rows(min_drivers)
+    known = sorted(rows)
     best = None
     for release in known:
-        if not _newer(_key(COMPAT["toolkit_driver"][_dotted(release)][0]), numbers):
+        if not _newer(_key(_first(rows[release])), numbers):
             best = release
     if best is None:
-        oldest = _dotted(known[0])
-        need = COMPAT["toolkit_driver"][oldest][0]
+        oldest = known[0]
+        need = _first(rows[oldest])
         raise CompatError("driver %s is older than any CUDA in the table: the oldest, CUDA %s, needs >= %s; "
-                          "nearest: CUDA %s (driver >= %s)" % (_text(driver), oldest, need, oldest, need))
+                          "nearest: CUDA %s (driver >= %s)" % (_text(driver), _dotted(oldest), need, _dotted(oldest),
+                                                              need))
+    branch = max(_key(d)[0] for updates in rows.values() for d in updates.values())
+    if numbers[0] > branch:
+        newest = known[-1]
+        raise CompatError("driver %s is newer than the table: its newest is CUDA %s (driver >= %s, branch %d), and it "
+                          "cannot say which newer CUDA a branch %d driver runs; ask the driver (gpu_facts' "
+                          "cuda_driver_version), or where NVIDIA has published the newer releases' minimum drivers "
+                          "(CUDA Toolkit release notes), name them: min_drivers={'<cuda>': '<driver>'}" % (
+                              _text(driver), _dotted(newest), _first(rows[newest]), branch, numbers[0]))
     return _dotted(best)
 
 
-def cuda_too_new(cudas, driver):
+def cuda_too_new(cudas, driver, min_drivers=None):
     """The CUDA releases among cudas that driver is too old for, each with the driver it needs (the minimum of its
-    toolkit release): ["12.4", "12.8"], "550.54.15" -> [{"cuda": "12.8", "driver": "570.26"}]."""
+    toolkit release): ["12.4", "12.8"], "550.54.15" -> [{"cuda": "12.8", "driver": "570.26"}]. A release the table
+    does not know fails as in cuda_min_driver, min_drivers included."""
     have = _numbers(driver, "driver")
     if not isinstance(cudas, (str, list, tuple)):
         raise CompatError("cudas must be a CUDA version or a list of them, got %s" % type(cudas).__name__)
     found = []
-    for release in [cudas] if isinstance(cudas, str) else cudas:
-        need = cuda_min_driver(release)
-        if _newer(_numbers(need, "driver"), have):
+    for release in list(cudas) if isinstance(cudas, (list, tuple)) else [cudas]:
+        need = cuda_min_driver(release, min_drivers=min_drivers)
+        if _newer(_key(need), have):
             found.append({"cuda": _text(release), "driver": need})
     return found
 
 
-def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=None):
+def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=None, *, min_drivers=None):
     """The PyTorch wheel channel (cu124, ...) for a CUDA version.
 
     Without torch: over every release in the table. With torch: that release's channels. The answer is the newest
@@ -349,10 +473,13 @@ def torch_cuda_channel(cuda, torch=None, exact=False, compat="toolkit", gpus=Non
     through CUDA minor version compatibility, so CUDA 12.4 with torch 2.13 gives cu126 (and CUDA 13.0 with torch 2.13
     still cu130, not the newer cu132). exact=True asks for the channel of exactly that CUDA. gpus (with torch): only
     the channels whose wheels carry code for every GPU given count (see gpu_support_problems).
+
+    cuda must be a CUDA release cuda_min_driver answers for (the same check, min_drivers included): a CUDA newer than
+    the table, or one NVIDIA never published (12.7), fails as it does there.
     """
     if compat not in COMPAT_MODES:
         raise CompatError("compat must be one of %s, got %s" % (", ".join(COMPAT_MODES), _shown(compat)))
-    release = _cuda(cuda)[:2]
+    release = _cuda_release(cuda, min_drivers)[0]
     if _text(torch) == "" and gpus:
         raise CompatError("gpus needs torch: which GPUs a channel's wheels carry code for depends on the torch release")
     if _text(torch) == "":
@@ -393,10 +520,10 @@ def tensorflow_build(tf_version):
     return dict(COMPAT["tensorflow_build"][_dotted(wanted)])
 
 
-def tensorflow_for_cuda(cuda):
+def tensorflow_for_cuda(cuda, min_drivers=None):
     """The newest TensorFlow release in the table built with a CUDA not newer than cuda (a driver that runs that CUDA
-    runs the build): "12.4" -> "2.17"; "" when there is none."""
-    release = _cuda(cuda)[:2]
+    runs the build): "12.4" -> "2.17"; "" when there is none. cuda is checked as cuda_min_driver checks it."""
+    release = _cuda_release(cuda, min_drivers)[0]
     fitting = [r for r in _known("tensorflow_build")
                if not _newer(_key(COMPAT["tensorflow_build"][_dotted(r)]["cuda"]), release)]
     return _dotted(fitting[-1]) if fitting else ""
@@ -429,7 +556,7 @@ KERNEL_MODULES = ("open", "proprietary")
 def _capability(value):
     """'9.0' -> (9, 0); a compute capability as NVML reports it (major.minor)."""
     text = _text(value)
-    if not re.match(r"^[0-9]+\.[0-9]+$", text):
+    if not re.match(r"\A[0-9]{1,4}\.[0-9]{1,4}\Z", text):
         raise CompatError("compute capability %s is not one: expected major.minor, e.g. 9.0" % _shown(value))
     return _key(text)
 
@@ -608,10 +735,12 @@ def _nearest_cuda(cuda, wanted_first, wanted_last):
     return min(known, key=lambda r: abs((r[0] * 100 + r[1]) - (cuda[0] * 100 + cuda[1])))
 
 
-def _cuda_problems(cuda, pairs):
+def _cuda_problems(cuda, pairs, min_drivers=None):
     """The GPUs a CUDA release does not build for, with the nearest release that builds for them all; one message
-    where none does (Kepler and Blackwell on one node)."""
-    release = _cuda(cuda)[:2]
+    where none does (Kepler and Blackwell on one node). A release newer than the table must be named in min_drivers;
+    it is then taken to build for what the newest release in the table builds for (sm_cuda's open ranges), less what
+    an older release dropped."""
+    release = _cuda_release(cuda, min_drivers)[0]
     ranges = [(a, c, *_cuda_range(a, c)) for a, c in pairs]
     firsts = [first for _a, _c, first, _last in ranges if first]
     lasts = [last for _a, _c, _first, last in ranges if last]
@@ -703,13 +832,14 @@ def _tensorflow_problem(tf_version, gpus):
 
 
 def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=None, torch=None, torch_channel=None,
-                         tensorflow=None):
+                         tensorflow=None, min_drivers=None):
     """What the node's GPUs cannot use among the choices given, one message each (empty: every GPU can use them).
 
     gpus: the node's GPUs (gpu_facts GPUs or PCI devices with architecture and/or compute_capability, architecture
     names, or compute capabilities); mixed nodes get the intersection. A GPU known by its architecture alone is
     refused only what no chip of that architecture can use. GPUs whose architecture is not in the table are left out.
-    cuda may be a list of releases. Each message names both sides and the nearest valid choice.
+    cuda may be a list of releases, each one cuda_min_driver answers for (min_drivers names those newer than the
+    table). Each message names both sides and the nearest valid choice.
     """
     pairs = _gpus(gpus)
     architectures = []
@@ -726,7 +856,7 @@ def gpu_support_problems(gpus, *, driver_branch=None, kernel_modules=None, cuda=
         problems += _kernel_modules_problems(kernel_modules, architectures)
     for release in cuda if isinstance(cuda, (list, tuple)) else [cuda]:
         if _text(release):
-            problems += _cuda_problems(release, pairs)
+            problems += _cuda_problems(release, pairs, min_drivers)
     if bool(_text(torch)) != bool(_text(torch_channel)):
         raise CompatError("torch and torch_channel go together: the GPU code of a channel's wheels depends on the "
                           "torch release")

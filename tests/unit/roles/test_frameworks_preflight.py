@@ -488,3 +488,69 @@ def test_a_node_waiting_for_a_reboot_gets_no_gpu_build(key, refused):
     if refused:
         assert_one_line_with(result["message"], ["driver/library version mismatch", "reboot the node first",
                                                  "Nothing was installed"])
+
+
+# A driver newer than the compatibility table (R615, whose CUDA 13.4 the table does not know): auto does not guess a
+# channel; pytorch_cuda_min_drivers (NVIDIA's published minimum) or a channel set by name are the ways out.
+NEWER_DRIVER = nvidia(driver="615.20.01", cuda="13.4")
+NEWER = {"13.4": "615.20.01"}
+
+
+@pytest.mark.parametrize("key, channel", [
+    (BATCH.case("pytorch", NEWER_DRIVER, TORCH, pytorch_cuda_min_drivers=NEWER), "cu132"),
+    (BATCH.case("pytorch", NEWER_DRIVER, TORCH, pytorch_channel="cu132"), "cu132"),
+    (BATCH.case("pytorch", NEWER_DRIVER, TORCH, pytorch_channel="cpu"), "cpu"),
+    # R565 drivers report CUDA 12.7, never released: the channel is chosen for the table's 12.6.
+    (BATCH.case("pytorch", nvidia(driver="565.57.01", cuda="12.7"), TORCH), "cu126"),
+    (BATCH.case("pytorch", nvidia(driver="565.57.01", cuda="12.7"), TORCH, pytorch_version="2.7.1",
+                pytorch_driver_compat="toolkit"), "cu126"),
+], ids=["newer-driver-named", "newer-driver-channel-set", "newer-driver-cpu", "r565", "r565-toolkit"])
+def test_channel_on_a_driver_the_table_knows_only_when_told(key, channel):
+    assert BATCH[key]["channel"] == channel
+
+
+NEWER_REFUSED = BATCH.case("pytorch", NEWER_DRIVER, REFUSED, REFUSAL["vars"])
+NEWER_CHANNEL_REFUSED = BATCH.case("pytorch", NEWER_DRIVER, REFUSED, REFUSAL["vars"], pytorch_channel="cu134")
+
+
+@pytest.mark.parametrize("key, parts", [
+    (NEWER_REFUSED, ["pytorch_channel auto, NVIDIA driver 615.20.01: driver 615.20.01 is newer than the table: its "
+                     "newest is CUDA 13.3 (driver >= 610.43.02, branch 610)",
+                     "name them: pytorch_cuda_min_drivers: {'<cuda>': '<driver>'}",
+                     "or set pytorch_channel to one of torch 2.13.0's channels by name. Nothing was installed."]),
+    (NEWER_CHANNEL_REFUSED, ["pytorch_channel cu134: CUDA 13.4 is newer than the table: its newest is CUDA 13.3",
+                             "name it: pytorch_cuda_min_drivers: {'13.4': '<driver>'}. Nothing was installed."]),
+], ids=["auto", "channel"])
+def test_a_driver_or_cuda_newer_than_the_table_is_refused(key, parts):
+    result = BATCH[key]
+    assert "error" in result["channel"]
+    assert_one_line_with(result["message"], parts)
+    assert "Task failed" not in result["message"] and "filter plugin" not in result["message"]
+
+
+# The preflight's messages are rendered whether the check fails or not (Ansible templates a task's arguments first):
+# on a driver newer than the table they must render, and the checks pass.
+NEWER_CHECKS = BATCH.case("pytorch", NEWER_DRIVER, [("ok", "{{ %s }}" % DRIVER_CHECK["that"]),
+                                                    ("message", DRIVER_CHECK["fail_msg"])],
+                          {"__pytorch_channel_resolved": "{{ __pytorch_channel }}"}, pytorch_channel="cu132")
+TF_NEWER = BATCH.case("tensorflow", NEWER_DRIVER, [*TF, ("message", TF_CHECK["fail_msg"])],
+                      {"__tensorflow_build_resolved": "{{ __tensorflow_build }}", **TF_CHECK_TASK["vars"]})
+TF_NEWER_WITHOUT_NVML = BATCH.case("tensorflow", nvidia(driver="615.20.01", cuda=None),
+                                   [("fits", "{{ __tensorflow_driver_fits }}")])
+TF_NEWER_NAMED = BATCH.case("tensorflow", nvidia(driver="615.20.01", cuda=None),
+                            [("fits", "{{ __tensorflow_driver_fits }}"), ("cuda", "{{ __tensorflow_driver_cuda }}")],
+                            tensorflow_cuda_min_drivers=NEWER)
+
+
+def test_the_checks_render_on_a_driver_newer_than_the_table():
+    result = BATCH[NEWER_CHECKS]
+    assert result["ok"] is True
+    assert "the NVIDIA driver 615.20.01 runs CUDA up to 13.4" in result["message"]
+    result = BATCH[TF_NEWER]
+    assert (result["fits"], result["nearest"]) == (True, "")
+    assert "the driver 615.20.01 runs CUDA up to 13.4" in result["message"]
+
+
+def test_tensorflow_asks_the_table_only_where_nvml_is_silent():
+    assert "driver 615.20.01 is newer than the table" in BATCH[TF_NEWER_WITHOUT_NVML]["fits"]["error"]
+    assert BATCH[TF_NEWER_NAMED] == {"fits": True, "cuda": "13.4"}

@@ -11,8 +11,12 @@ from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
     FilterModule,
     cuda_max_for_driver,
     cuda_min_driver,
+    cuda_too_new,
+    gpu_architecture,
+    gpu_support_problems,
     horovod_limit,
     tensorflow_build,
+    tensorflow_for_cuda,
     torch_cuda_channel,
 )
 from simnode import COLLECTIONS
@@ -91,6 +95,9 @@ TEMPLATES = [
      ["driver branch 590 does not support Volta: its last branch is 580; nearest: 580"]),
     ("{{ ('7.0' | accelops.gpu.gpu_architecture).driver_branches.last }}", "580"),
     ("{{ '13.0' | accelops.gpu.torch_cuda_channel(torch='2.13.0', compat='minor', gpus=['7.0']) }}", "cu126"),
+    # min_drivers from a template: a dict of quoted strings, as an inventory gives it
+    ("{{ '13.4' | accelops.gpu.cuda_min_driver(min_drivers={'13.4': '615.20.01'}) }}", "615.20.01"),
+    ("{{ '615.20.01' | accelops.gpu.cuda_max_for_driver(min_drivers={'13.4': '615.20.01'}) }}", "13.4"),
 ]
 FAILING = {
     "{{ '12.4' | accelops.gpu.torch_cuda_channel('2.8.0') }}":
@@ -100,6 +107,10 @@ FAILING = {
         "tensorflow_build: tensorflow 'latest' is not a version: expected major.minor[.patch], e.g. 2.16.1",
     "{{ '13.0' | accelops.gpu.cuda_min_driver(compat='major') }}":
         "cuda_min_driver: compat must be one of toolkit, minor, got 'major'",
+    "{{ '13.4' | accelops.gpu.torch_cuda_channel('2.13.0') }}":
+        "torch_cuda_channel: CUDA 13.4 is newer than the table: its newest is CUDA 13.3 (driver >= 610.43.02)",
+    "{{ '13.4' | accelops.gpu.cuda_min_driver(min_drivers={'13.4': 615.20}) }}":
+        "cuda_min_driver: min_drivers gives CUDA 13.4's driver as the number 615.2: quote it",
 }
 
 
@@ -120,3 +131,77 @@ def test_filters_in_templates(rendered, template, expected):
 def test_a_filter_error_fails_the_template(rendered, template):
     assert rendered[template]["error"] == "AnsibleTemplatePluginRuntimeError"
     assert FAILING[template] in rendered[template]["message"]
+
+
+class Loud:
+    """A value whose str() and repr() are as long as a hostile input can make them."""
+
+    def __str__(self):
+        return "9" * 100000
+
+    __repr__ = __str__
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _keyed(value):
+    """{value: driver} where value can be a key (a template's dict can hold no other), else {repr: driver}."""
+    try:
+        hash(value)
+    except TypeError:
+        value = type(value).__name__ * 1000
+    return {value: "615.1"}
+
+
+# Hostile input: each must give AnsibleFilterError with a short message (or, where the argument may legitimately
+# name something the table does not know, such as a GPU, an answer); never another exception.
+HOSTILE = ["1" * 5000, "13." + "3" * 5000, "9" * 5000 + ".1", "." * 5000, "12.4" + " " * 5000 + "x",
+           "12.4\x00", "\u0661\u0662.\u0664", 10 ** 5000, -1, float("nan"), float("inf"), 1e308, b"12.4",
+           {"12.4"}, {"cuda": "12.4"}, ["12.4"] * 10000, _nested(5000), Loud(), object()]
+VERSION_FILTERS = {
+    "cuda_min_driver": cuda_min_driver,
+    "cuda_min_driver(compat)": lambda v: cuda_min_driver("12.4", compat=v),
+    "cuda_min_driver(min_drivers)": lambda v: cuda_min_driver("12.4", min_drivers=v),
+    "cuda_min_driver(min_drivers key)": lambda v: cuda_min_driver("12.4", min_drivers=_keyed(v)),
+    "cuda_min_driver(min_drivers value)": lambda v: cuda_min_driver("12.4", min_drivers={"13.4": v}),
+    "cuda_max_for_driver": cuda_max_for_driver,
+    "cuda_too_new(driver)": lambda v: cuda_too_new(["12.4"], v),
+    "cuda_too_new([cuda])": lambda v: cuda_too_new([v], "550.54.15"),
+    "torch_cuda_channel": torch_cuda_channel,
+    "torch_cuda_channel(torch)": lambda v: torch_cuda_channel("12.4", torch=v),
+    "torch_cuda_channel(compat)": lambda v: torch_cuda_channel("12.4", compat=v),
+    "tensorflow_build": tensorflow_build,
+    "tensorflow_for_cuda": tensorflow_for_cuda,
+    "horovod_limit": lambda v: horovod_limit(v, "torch"),
+    "horovod_limit(framework)": lambda v: horovod_limit("0.28.1", v),
+    "gpu_architecture": gpu_architecture,
+    "gpu_support_problems(driver_branch)": lambda v: gpu_support_problems(["9.0"], driver_branch=v),
+    "gpu_support_problems(kernel_modules)": lambda v: gpu_support_problems(["9.0"], kernel_modules=v),
+    "gpu_support_problems(tensorflow)": lambda v: gpu_support_problems(["9.0"], tensorflow=v),
+}
+# Where a hostile value may be answered: a GPU the table does not know is left out, by design.
+LENIENT_FILTERS = {
+    "gpu_support_problems(gpus)": lambda v: gpu_support_problems(v, cuda="12.8"),
+    "gpu_support_problems([gpu])": lambda v: gpu_support_problems([v], cuda="12.8"),
+    "gpu_support_problems(compute_capability)": lambda v: gpu_support_problems([{"compute_capability": v}]),
+    "gpu_support_problems(cuda)": lambda v: gpu_support_problems(["9.0"], cuda=v),
+    "torch_cuda_channel(gpus)": lambda v: torch_cuda_channel("12.8", torch="2.7.1", gpus=v),
+}
+
+
+@pytest.mark.parametrize("name", list(VERSION_FILTERS) + list(LENIENT_FILTERS))
+def test_hostile_input_gives_a_short_filter_error(name):
+    call = VERSION_FILTERS.get(name) or LENIENT_FILTERS[name]
+    for value in HOSTILE:
+        try:
+            call(value)
+        except AnsibleFilterError as error:
+            assert len(str(error)) < 500, (name, str(error)[:200])
+        else:
+            # min_drivers' empty and compat's 'toolkit' cannot come from HOSTILE: these must refuse every value.
+            assert name in LENIENT_FILTERS, (name, repr(value)[:80])

@@ -63,6 +63,9 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat import (
     ("13.1.1", "590.48.01"),
     ("13.2", "595.45.04"),
     ("13.2.2", "595.71.05"),
+    ("13.3", "610.43.02"),  # Table 3 of the 13.3 notes: GA and Update 1 both >= 610.43.02
+    ("13.3.0", "610.43.02"),
+    ("13.3.1", "610.43.02"),
     (12.4, "550.54.14"),  # an unquoted YAML float
 ])
 def test_cuda_min_driver_toolkit(cuda, driver):
@@ -78,6 +81,7 @@ def test_cuda_min_driver_toolkit(cuda, driver):
     ("12.9", "525.60.13"),
     ("13.0", "580"),
     ("13.2", "580"),
+    ("13.3.1", "580"),
 ])
 def test_cuda_min_driver_minor_compat(cuda, driver):
     assert cuda_min_driver(cuda, compat="minor") == driver
@@ -108,7 +112,9 @@ def test_cuda_min_driver_minor_compat(cuda, driver):
     ("580.82.07", "13.0"),
     ("590.48.01", "13.1"),
     ("595.45.04", "13.2"),
-    ("1000.1", "13.2"),  # a driver newer than anything known supports the newest CUDA in the table
+    ("610.43.01", "13.2"),  # one below 13.3 GA
+    ("610.43.02", "13.3"),
+    ("610.99.99", "13.3"),  # a later driver of the newest branch in the table
     (580, "12.9"),  # an int: 580 < 580.65.06
 ])
 def test_cuda_max_for_driver(driver, cuda):
@@ -127,6 +133,7 @@ def test_cuda_max_for_driver(driver, cuda):
     ("13.0", "cu130"),
     ("13.1", "cu130"),
     ("13.2", "cu132"),
+    ("13.3", "cu132"),  # no cu133 channel: the newest not newer than 13.3
 ])
 def test_torch_cuda_channel_without_torch(cuda, channel):
     assert torch_cuda_channel(cuda) == channel
@@ -232,11 +239,11 @@ def test_horovod_releases_newer_than_the_table_have_no_known_limit():
     (lambda: horovod_limit("0.28.1", "mxnet"), r"^framework must be one of torch, tensorflow, got 'mxnet'$"),
     (lambda: horovod_limit("latest", "torch"), r"^horovod 'latest' is not a version: .* e\.g\. 0\.28\.1$"),
     # unknown CUDA: the nearest is the newest known release not newer than it, else the oldest
-    (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.0 to 13\.2\); nearest: 12\.6$"),
+    (lambda: cuda_min_driver("12.7"), r"^CUDA 12\.7 is not in the table \(CUDA 11\.0 to 13\.3\); nearest: 12\.6$"),
     (lambda: cuda_min_driver("10.2"), r"^CUDA 10\.2 is not in the table .*; nearest: 11\.0$"),
-    (lambda: cuda_min_driver("14.0"), r"^CUDA 14\.0 is not in the table .*; nearest: 13\.2$"),
-    (lambda: cuda_min_driver("12.4.3"), r"^CUDA 12\.4\.3 is not a release: CUDA 12\.4 has 12\.4\.0, 12\.4\.1; "
-                                        r"nearest: 12\.4\.1$"),
+    (lambda: cuda_min_driver("12.4.3"), r"^CUDA 12\.4\.3 is not a release the table knows: CUDA 12\.4 has 12\.4\.0, "
+                                        r"12\.4\.1; nearest: 12\.4\.1 \(driver >= 550\.54\.15\); for a newer update, "
+                                        r"where NVIDIA has published .*min_drivers=\{'12\.4\.3': '<driver>'\}$"),
     (lambda: cuda_min_driver("12.4", compat="major"), r"^compat must be one of toolkit, minor, got 'major'$"),
     # unparseable versions
     (lambda: cuda_min_driver("twelve"), r"^CUDA 'twelve' is not a version"),
@@ -308,6 +315,7 @@ def test_every_cuda_the_frameworks_name_is_in_the_driver_table():
 def test_the_table_covers_what_docs_promise():
     assert min(COMPAT["toolkit_driver"], key=_cuda_compat._key) == "11.0"
     assert "13.0" in COMPAT["toolkit_driver"]
+    assert max(COMPAT["toolkit_driver"], key=_cuda_compat._key) == "13.3"
     assert [_cuda_compat._dotted(k) for k in _cuda_compat._known("torch_channels")] == [
         "2.%d" % n for n in range(1, 14)]
     assert [_cuda_compat._dotted(k) for k in _cuda_compat._known("tensorflow_build")] == [
@@ -547,7 +555,7 @@ def test_cuda_too_new(cudas, driver, expected):
     ("13.0", "2.21"),
     ("11.8", "2.14"),
     ("11.4", ""),
-    ("0.0", ""),
+    ("13.3", "2.21"),
 ])
 def test_tensorflow_for_cuda(cuda, release):
     assert _cuda_compat.tensorflow_for_cuda(cuda) == release
@@ -576,3 +584,123 @@ def test_cuda_problems_name_only_what_fails(gpus, cuda, problems):
 def test_a_gpu_whose_architecture_is_not_a_name_is_refused():
     with pytest.raises(CompatError, match=r"is not a GPU: its architecture is not a name$"):
         _cuda_compat.gpu_support_problems([{"architecture": {"name": "volta"}}], cuda="12.8")
+
+
+# A CUDA or driver newer than the table: a clear error naming the newest the table knows and min_drivers, never a
+# guess; min_drivers names what NVIDIA has published since.
+NEWER = r"is newer than the table: its newest is CUDA 13\.3 \(driver >= 610\.43\.02\)"
+OVERRIDE = {"13.4": "615.20.01"}
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: cuda_min_driver("13.4"),
+     r"^CUDA 13\.4 %s, and it cannot say which driver CUDA 13\.4 needs; where NVIDIA has published its minimum driver "
+     r".*: min_drivers=\{'13\.4': '<driver>'\}$" % NEWER),
+    (lambda: cuda_min_driver("14.0", compat="minor"), r"^CUDA 14\.0 %s" % NEWER),
+    (lambda: cuda_min_driver("13.3.2"), r"^CUDA 13\.3\.2 is not a release the table knows: CUDA 13\.3 has 13\.3\.0, "
+                                        r"13\.3\.1; nearest: 13\.3\.1 \(driver >= 610\.43\.02\); for a newer update"),
+    (lambda: torch_cuda_channel("13.4", torch="2.13.0"), r"^CUDA 13\.4 %s" % NEWER),
+    (lambda: torch_cuda_channel("13.4", torch="2.13.0", compat="minor"), r"^CUDA 13\.4 %s" % NEWER),
+    (lambda: _cuda_compat.tensorflow_for_cuda("13.5"), r"^CUDA 13\.5 %s" % NEWER),
+    (lambda: _cuda_compat.cuda_too_new(["12.8", "13.4"], "615.20"), r"^CUDA 13\.4 %s" % NEWER),
+    (lambda: _cuda_compat.gpu_support_problems(["9.0"], cuda="13.4"), r"^CUDA 13\.4 %s" % NEWER),
+    (lambda: cuda_max_for_driver("615.20"),
+     r"^driver 615\.20 is newer than the table: its newest is CUDA 13\.3 \(driver >= 610\.43\.02, branch 610\), and "
+     r"it cannot say which newer CUDA a branch 615 driver runs; ask the driver \(gpu_facts' cuda_driver_version\), or "
+     r".*min_drivers=\{'<cuda>': '<driver>'\}$"),
+    (lambda: cuda_max_for_driver("1000.1"), r"^driver 1000\.1 is newer than the table"),
+    (lambda: cuda_max_for_driver("620.1", min_drivers=OVERRIDE),
+     r"^driver 620\.1 is newer than the table: its newest is CUDA 13\.4 \(driver >= 615\.20\.01, branch 615\)"),
+])
+def test_versions_newer_than_the_table_are_refused(call, message):
+    with pytest.raises(CompatError, match=message):
+        call()
+
+
+def test_min_drivers_names_the_releases_newer_than_the_table():
+    assert cuda_min_driver("13.4", min_drivers=OVERRIDE) == "615.20.01"
+    assert cuda_min_driver("13.4.0", min_drivers=OVERRIDE) == "615.20.01"
+    assert cuda_min_driver("13.4", compat="minor", min_drivers=OVERRIDE) == "580"  # Table 2: every 13.x
+    assert cuda_min_driver("14.0", compat="minor", min_drivers={"14.0": "700.1"}) == "700.1"  # no 14.x row: its own
+    assert cuda_min_driver("13.3.2", min_drivers={"13.3.2": "610.90.01"}) == "610.90.01"  # a newer update
+    assert cuda_min_driver("12.4", min_drivers=OVERRIDE) == "550.54.14"  # the table's rows stay
+    assert cuda_max_for_driver("615.20.01", min_drivers=OVERRIDE) == "13.4"
+    assert cuda_max_for_driver("615.20", min_drivers=OVERRIDE) == "13.3"  # below 13.4's minimum
+    assert torch_cuda_channel("13.4", torch="2.13.0", min_drivers=OVERRIDE) == "cu132"
+    assert _cuda_compat.tensorflow_for_cuda("13.4", min_drivers=OVERRIDE) == "2.21"
+    assert _cuda_compat.cuda_too_new(["12.8", "13.4"], "610.43.02", min_drivers=OVERRIDE) == [
+        {"cuda": "13.4", "driver": "615.20.01"}]
+    assert _cuda_compat.gpu_support_problems(["9.0"], cuda="13.4", min_drivers=OVERRIDE) == []
+    assert _cuda_compat.gpu_support_problems(["7.0"], cuda="13.4", min_drivers=OVERRIDE) == [
+        "CUDA 13.4 does not build for Volta (compute capability 7.0): the last CUDA that builds for it is 12.9; "
+        "nearest: 12.9"]
+    # empty, as a role's default gives it
+    assert cuda_min_driver("13.3", min_drivers={}) == "610.43.02"
+    assert cuda_min_driver("13.3", min_drivers="") == "610.43.02"
+    # a release the table has, with the driver the table has (an inventory written before the table knew it)
+    assert cuda_min_driver("13.3", min_drivers={"13.3": "610.43.02", "13.4": "615.1"}) == "610.43.02"
+
+
+@pytest.mark.parametrize("min_drivers, message", [
+    (["13.4", "615.1"], r"^min_drivers must be a mapping of CUDA release to its minimum driver, such as "
+                        r"\{'13\.4': '615\.20'\}, got \['13\.4', '615\.1'\]$"),
+    ("615.1", r"^min_drivers must be a mapping"),
+    ({"13.4": 615.2}, r"^min_drivers gives CUDA 13\.4's driver as the number 615\.2: quote it"),
+    ({"13.4": "latest"}, r"^driver 'latest' is not a version"),
+    ({"thirteen": "615.1"}, r"^CUDA 'thirteen' is not a version"),
+    ({"13.3": "610.1"}, r"^min_drivers names CUDA 13\.3 with driver 610\.1, but the table has it: driver >= "
+                        r"610\.43\.02$"),
+    ({"12.7": "565.1"}, r"^min_drivers names CUDA 12\.7, which is not a CUDA release: min_drivers is for releases "
+                        r"newer than the table \(CUDA 11\.0 to 13\.3\), or newer updates of one in it$"),
+    ({"13.4": "600.1"}, r"^min_drivers: CUDA 13\.4\.0's driver 600\.1 is older than CUDA 13\.3\.1's \(610\.43\.02\); "
+                        r"a newer CUDA release never needs an older driver$"),
+    ({"13.%d" % n: "9%02d.1" % n for n in range(4, 70)}, r"^min_drivers names 66 CUDA releases; at most 64$"),
+])
+def test_min_drivers_is_checked(min_drivers, message):
+    with pytest.raises(CompatError, match=message):
+        cuda_min_driver("13.3", min_drivers=min_drivers)
+
+
+def _table_versions():
+    """Every CUDA version string the table answers for, in each form a user may write it."""
+    for release, drivers in COMPAT["toolkit_driver"].items():
+        yield release
+        for update in range(len(drivers)):
+            yield "%s.%d" % (release, update)
+
+
+# The versions the table must refuse: newer than it, never published, older than it, not a version.
+REFUSED = ["13.4", "13.4.0", "13.3.2", "13.10", "14.0", "99.99", "12.7", "12.10", "11.9", "10.2", "12.4.3", "13",
+           "13.3.1.0", "", " ", "latest", "13.3-1", "١٣.٣", "1" * 5000, "13." + "9" * 5000, None, True, [], {}, 13]
+
+
+@pytest.mark.parametrize("cuda", list(_table_versions()) + REFUSED)
+def test_every_filter_refuses_what_cuda_min_driver_refuses(cuda):
+    """cuda_min_driver is the one source of truth for "is this a CUDA release": torch_cuda_channel, cuda_too_new,
+    tensorflow_for_cuda and gpu_support_problems refuse exactly what it refuses, with its words."""
+    calls = {
+        "torch_cuda_channel": lambda: torch_cuda_channel(cuda),
+        "torch_cuda_channel(torch, minor)": lambda: torch_cuda_channel(cuda, torch="2.13.0", compat="minor"),
+        "torch_cuda_channel(exact)": lambda: torch_cuda_channel(cuda, torch="2.5.1", exact=True),
+        "cuda_too_new": lambda: _cuda_compat.cuda_too_new([cuda], "1.0"),
+        "tensorflow_for_cuda": lambda: _cuda_compat.tensorflow_for_cuda(cuda),
+        "gpu_support_problems": lambda: _cuda_compat.gpu_support_problems(["9.0"], cuda=cuda),
+    }
+    if cuda in (None, True, "", " ", []):
+        del calls["gpu_support_problems"]  # there, cuda not given (or an empty list) means: no CUDA to check
+    try:
+        driver = cuda_min_driver(cuda)
+    except CompatError as error:
+        for name, call in calls.items():
+            with pytest.raises(CompatError) as raised:
+                call()
+            assert str(raised.value) == str(error), name
+            assert len(str(raised.value)) < 400, name
+        return
+    assert re.match(r"\A[0-9]+(\.[0-9]+)+\Z", driver)
+    for name, call in calls.items():
+        try:
+            call()
+        except CompatError as error:
+            # A CUDA release the table knows may still have no wheel: that, and only that, may be refused.
+            assert re.match(r"^(no torch release in the table|torch 2\.\d+\.\d has no wheel) ", str(error)), name

@@ -340,3 +340,84 @@ def test_toolkit_against_the_gpus(key, ok, parts):
     assert result["ok"] is ok, result
     for part in parts:
         assert part in result["message"], result["message"]
+
+
+# A CUDA release the compatibility table does not know is refused before anything else reads the table, naming the
+# newest release it knows; cuda_toolkit_min_drivers names what NVIDIA has published since.
+MIN_TASK = preflight_task("cuda_toolkit", "Look up the minimum driver of CUDA {{ __cuda_toolkit_wanted | join(', ') }}")
+MIN_REFUSAL = preflight_task("cuda_toolkit", "Refuse a CUDA release the compatibility table does not know")
+MIN_BATCH = Batch()
+NEWER = {"13.4": "615.20.01"}
+
+
+def min_case(versions, **overrides):
+    return MIN_BATCH.add([ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml"],
+                         {"ansible_facts": DEBIAN12, "cuda_toolkit_versions": versions, **overrides},
+                         [("min", MIN_TASK["ansible.builtin.set_fact"]["__cuda_toolkit_min_drivers"]),
+                          ("message", MIN_REFUSAL["ansible.builtin.fail"]["msg"])], MIN_REFUSAL["vars"])
+
+
+@pytest.mark.parametrize("key, drivers", [
+    (min_case(["12.8", "13.3"]), ["570.26", "610.43.02"]),
+    (min_case(["13.3", "13.4"], cuda_toolkit_min_drivers=NEWER), ["610.43.02", "615.20.01"]),
+], ids=["in-the-table", "named"])
+def test_minimum_drivers(key, drivers):
+    assert MIN_BATCH[key]["min"] == drivers
+
+
+@pytest.mark.parametrize("key, message", [
+    (min_case(["12.8", "13.4"]),
+     "cuda_toolkit_versions: CUDA 13.4 is newer than the table: its newest is CUDA 13.3 (driver >= 610.43.02), and it "
+     "cannot say which driver CUDA 13.4 needs; where NVIDIA has published its minimum driver (CUDA Toolkit release "
+     "notes, table \"CUDA Toolkit and Corresponding Driver Versions\"), name it: cuda_toolkit_min_drivers: "
+     "{'13.4': '<driver>'}. Nothing was installed."),
+    (min_case(["12.7"]), "cuda_toolkit_versions: CUDA 12.7 is not in the table (CUDA 11.0 to 13.3); nearest: 12.6. "
+                         "Nothing was installed."),
+    (min_case(["13.4"], cuda_toolkit_min_drivers={"13.4": "600.1"}),
+     "cuda_toolkit_min_drivers: CUDA 13.4.0's driver 600.1 is older than CUDA 13.3.1's (610.43.02); a newer CUDA "
+     "release never needs an older driver. Nothing was installed."),
+], ids=["newer", "never-released", "wrong-override"])
+def test_a_cuda_the_table_does_not_know_is_refused(key, message):
+    result = MIN_BATCH[key]
+    assert "error" in result["min"]
+    assert result["message"] == message
+
+
+DRIVER_TASK = preflight_task("cuda_toolkit", "Refuse a toolkit the driver cannot run")["ansible.builtin.assert"]
+
+
+def driver_case(driver, versions, **overrides):
+    return MIN_BATCH.add([ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml"],
+                         {"ansible_facts": DEBIAN12, "cuda_toolkit_versions": versions,
+                          "__cuda_toolkit_driver": {"version": driver, "source": "loaded, as gpu_facts reports it"},
+                          **overrides},
+                         [("ok", "{{ %s }}" % DRIVER_TASK["that"]), ("message", DRIVER_TASK["fail_msg"])])
+
+
+@pytest.mark.parametrize("key, ok, part", [
+    # Ansible renders a task's arguments before it runs: the message must render on a driver newer than the table,
+    # which runs every toolkit the table knows.
+    (driver_case("615.20.01", ["12.8", "13.3"]), True, "the driver is 615.20.01"),
+    (driver_case("610.43.02", ["13.3", "13.4"], cuda_toolkit_min_drivers=NEWER), False,
+     "CUDA 13.4 needs NVIDIA driver 615.20.01 or newer; the driver is 610.43.02 (loaded, as gpu_facts reports it), "
+     "which runs CUDA up to 13.3. Nothing was installed"),
+    (driver_case("615.20.01", ["13.4"], cuda_toolkit_min_drivers=NEWER), True, "the driver is 615.20.01"),
+], ids=["newer-driver", "named-too-new", "named-fits"])
+def test_driver_check_beyond_the_table(key, ok, part):
+    result = MIN_BATCH[key]
+    assert result["ok"] is ok, result
+    assert part in result["message"]
+
+
+GPU_NAMED = GPU_BATCH.add([ROLE / "defaults" / "main.yml", ROLE / "vars" / "main.yml"],
+                          {"ansible_facts": {"nvidia": V100S}, "cuda_toolkit_versions": ["13.4"],
+                           "cuda_toolkit_min_drivers": NEWER},
+                          [("ok", "{{ %s }}" % GPU_CHECK["ansible.builtin.assert"]["that"]),
+                           ("message", GPU_CHECK["ansible.builtin.assert"]["fail_msg"])], GPU_CHECK["vars"])
+
+
+def test_gpu_check_takes_the_named_releases():
+    result = GPU_BATCH[GPU_NAMED]
+    assert result["ok"] is False
+    assert result["message"].startswith("CUDA 13.4 does not build for Volta (compute capability 7.0): the last CUDA "
+                                        "that builds for it is 12.9")
