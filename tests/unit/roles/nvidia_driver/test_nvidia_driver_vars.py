@@ -179,9 +179,10 @@ GPU_BATCH = Batch()
 
 
 def pci(*architectures):
-    """gpu_facts' answer before any driver: the GPUs (and an NVSwitch) on the PCI bus, by architecture."""
+    """gpu_facts' answer before any driver (the role's own read, set_facts: false): the GPUs (and an NVSwitch) on the
+    PCI bus, by architecture."""
     devices = [{"kind": "gpu", "architecture": arch, "device_id": "0x0000"} for arch in architectures]
-    return {"ansible_facts": {"nvidia": {"pci_devices": [*devices, {"kind": "nvswitch", "architecture": None}]}}}
+    return {"nvidia": {"pci_devices": [*devices, {"kind": "nvswitch", "architecture": None}]}}
 
 
 def gpu_case(architectures, branch, modules):
@@ -218,7 +219,7 @@ LOADED_BATCH = Batch()
 
 
 def loaded_case(before, after=None):
-    variables = {"__nvidia_driver_gpus": {"ansible_facts": {"nvidia": before}}}
+    variables = {"__nvidia_driver_gpus": {"nvidia": before}}
     variables["__nvidia_driver_after"] = {"ansible_facts": {"nvidia": after}} if after else {"skipped": True}
     return LOADED_BATCH.add([ROLE / "vars" / "main.yml"], variables, [("loaded", "{{ __nvidia_driver_loaded }}")])
 
