@@ -435,8 +435,8 @@ def cuda_max_for_driver(driver, min_drivers=None):
         oldest = known[0]
         need = _first(rows[oldest])
         raise CompatError("driver %s is older than any CUDA in the table: the oldest, CUDA %s, needs >= %s; "
-                          "nearest: CUDA %s (driver >= %s)" % (_text(driver), _dotted(oldest), need, _dotted(oldest),
-                                                              need))
+                          "nearest: CUDA %s (driver >= %s)"
+                          % (_text(driver), _dotted(oldest), need, _dotted(oldest), need))
     branch = max(_key(d)[0] for updates in rows.values() for d in updates.values())
     if numbers[0] > branch:
         newest = known[-1]

@@ -42,7 +42,7 @@ def input_problem(raised):
     reads it (a RecursionError; the ValueError of an int of more digits than Python converts); else None."""
     if isinstance(raised, RecursionError):
         return "the input is nested too deeply to read"
-    if type(raised) is ValueError and "integer string conversion" in str(raised):
+    if isinstance(raised, ValueError) and "integer string conversion" in str(raised):
         return "the input holds a number of more digits than Python converts (%d)" % sys.get_int_max_str_digits()
     return None
 

@@ -56,7 +56,7 @@ def test_a_narrow_read_keeps_to_itself(path, task, args):
 
 def test_the_walk_finds_the_reads():
     """The check sees the reads it is about: slurm's and nvidia_driver's own, the facts play's and the report's."""
-    found = {(str(path), task.get("name")) for path, task, _ in READS}
+    found = {(str(path), task.get("name")) for path, task, unused in READS}
     assert ("roles/slurm/tasks/configure.yml", "Gather the GPU facts") in found
     assert ("roles/nvidia_driver/tasks/preflight.yml", "Look at the GPUs, NVSwitches and GPU processes") in found
     assert ("playbooks/report.yml", "Gather GPU facts through NVML") in found

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from hostile import huge, nested
 
 from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
     FilterModule,
@@ -142,13 +143,6 @@ class Loud:
     __repr__ = __str__
 
 
-def _nested(depth):
-    value = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 def _keyed(value):
     """{value: driver} where value can be a key (a template's dict can hold no other), else {repr: driver}."""
     try:
@@ -161,8 +155,8 @@ def _keyed(value):
 # Hostile input: each must give AnsibleFilterError with a short message (or, where the argument may legitimately
 # name something the table does not know, such as a GPU, an answer); never another exception.
 HOSTILE = ["1" * 5000, "13." + "3" * 5000, "9" * 5000 + ".1", "." * 5000, "12.4" + " " * 5000 + "x",
-           "12.4\x00", "\u0661\u0662.\u0664", 10 ** 5000, -1, float("nan"), float("inf"), 1e308, b"12.4",
-           {"12.4"}, {"cuda": "12.4"}, ["12.4"] * 10000, _nested(5000), Loud(), object()]
+           "12.4\x00", "\u0661\u0662.\u0664", huge(), -1, float("nan"), float("inf"), 1e308, b"12.4",
+           {"12.4"}, {"cuda": "12.4"}, ["12.4"] * 10000, nested(5000), Loud(), object()]
 VERSION_FILTERS = {
     "cuda_min_driver": cuda_min_driver,
     "cuda_min_driver(compat)": lambda v: cuda_min_driver("12.4", compat=v),

@@ -10,18 +10,12 @@ import time
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from hostile import huge, nested
 
 from simnode import ROOT
 
 # The longest error message a filter may give: a message names the field and shows a shortened value.
 MESSAGE_LIMIT = 2000
-
-
-def nested(depth):
-    value = []
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 HOSTILE = {
@@ -32,7 +26,7 @@ HOSTILE = {
     "float": 1.5,
     "nan": float("nan"),
     "inf": float("inf"),
-    "huge-int": 10 ** 5000,
+    "huge-int": huge(),
     "int-64": 2 ** 64,
     "5000-digits": "1" * 5000,
     "5000-digit-version": "12." + "9" * 5000,
@@ -45,7 +39,7 @@ HOSTILE = {
     "empty-dict": {},
     "list-of-dicts": [{"name": 5, "index": "x", "uuid": None, "path": [], "state": {}}, {}],
     "list-of-none": [None, None],
-    "list-of-huge": [10 ** 5000, "9" * 5000],
+    "list-of-huge": [huge(), "9" * 5000],
     "wrong-dict": {"stdout": 5, "rc": "x", "stdout_lines": [None], "gpus": "x", "driver": 7, "cuda": [],
                    "content": 5, "failed": "yes", "msg": None, "nvidia": "x", "exists": "x", "type": []},
     "dict-of-none": {None: None},
@@ -55,14 +49,14 @@ HOSTILE = {
     "text-list": ["x" * 100000, "a\nb", "\x00"],
     # Shaped like the facts and results the filters read, with every field of the wrong type.
     "facts-wrong-types": {
-        "driver_loaded": True, "driver_version": 10 ** 5000, "gpu_count": "x", "reason": nested(3000),
+        "driver_loaded": True, "driver_version": huge(), "gpu_count": "x", "reason": nested(3000),
         "gpus": [{}, {"index": None, "name": 5, "memory_total_mib": "x", "temperature_c": [], "power_draw_w": "x",
                       "nvlinks": [None, 5], "lost": "x", "processes": "x", "errors": 5, "uuid": 7}, None],
         "health": {"findings": [None, {"gpu": None, "severity": [], "code": 5}]}, "topology": [[5]],
         "pci_devices": [None, 5], "devices": [None, {"ports": 5}], "gpu_affinity": 5, "nodes": "x"},
     "facts-gpus-not-dicts": {"driver_loaded": True, "gpus": ["x", 5], "health": "x", "topology": "x"},
     "facts-unloaded": {"driver_loaded": False, "pci_devices": [None, 5, {"kind": []}], "reason": "x" * 100000},
-    "result-wrong-types": {"rc": 10 ** 5000, "stdout": None, "stderr": 5, "stdout_lines": "x", "stderr_lines": [5],
+    "result-wrong-types": {"rc": huge(), "stdout": None, "stderr": 5, "stdout_lines": "x", "stderr_lines": [5],
                            "failed": True, "msg": ["x"], "skipped": "no", "content": "!!", "status": 5,
                            "armor_blocks": [None], "text_outside_armor": "x", "error": 5},
 }
@@ -143,11 +137,11 @@ def named(name):
     ("cuda_min_driver", ("1" * 10 ** 6 + "x",), "cuda_min_driver: CUDA '1111"),
     ("gpu_summary", ({"driver_loaded": True, "gpus": [{}]},),
      "gpu_summary: the input is not ansible_facts.nvidia as gpu_facts sets it (KeyError: 'index')"),
-    ("gpu_summary", ({"driver_loaded": True, "gpu_count": 10 ** 5000},),
+    ("gpu_summary", ({"driver_loaded": True, "gpu_count": huge()},),
      "gpu_summary: the input is not ansible_facts.nvidia as gpu_facts sets it (the input holds a number of more "
      "digits than Python converts"),
     ("ipoib_problems", ([], ["ib0", 5]), "ipoib_problems: netdevs must be a list of net device names, got ['ib0', 5]"),
-    ("ipoib_problems", ([], [], 10 ** 5000), "ipoib_problems: name must be the variable's name, got an integer of"),
+    ("ipoib_problems", ([], [], huge()), "ipoib_problems: name must be the variable's name, got an integer of"),
     ("slurm_hardware", ({"stdout": 5},), "slurm_hardware: the input's stdout must be what slurmd -C printed (text), "
      "got int"),
     ("signing_key_problems", ([], "A" * 40, {"a": 1}), "signing_key_problems: source must be text"),

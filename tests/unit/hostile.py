@@ -1,0 +1,20 @@
+"""Hostile values for the tests of inputs: lists nested deeper than Python's recursion limit, and integers of more
+digits than Python prints, built so that a linter's inference does not try to print them."""
+
+from __future__ import annotations
+
+
+def nested(depth):
+    """A list holding a list ... ``depth`` times."""
+    value = []
+    for _unused in range(depth):
+        value = [value]
+    return value
+
+
+def huge(digits=5000):
+    """10 ** digits (Python refuses to print ints of over 4,300 digits)."""
+    value = 1
+    for _unused in range(digits):
+        value *= 10
+    return value
