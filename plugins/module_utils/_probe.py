@@ -221,7 +221,11 @@ def file_state(path, read=False):
     if state["type"] == "other":
         state["kind"] = found
     if state["type"] == "link":
-        state["target"] = os.readlink(path)
+        try:
+            state["target"] = os.readlink(path)
+        except OSError as error:  # replaced by a file (EINVAL) or removed since the lstat
+            state["target"] = None
+            state["error"] = "cannot read the link %s: %s" % (path, error.strerror or error)
     if state["type"] == "file":
         try:
             state["checksum"], data = read_regular(path, READ_LIMIT if read else 0)

@@ -205,6 +205,22 @@ def test_a_link_put_in_place_of_a_file_is_not_followed(tmp_path, monkeypatch):
     assert state["error"] == "%s is a symbolic link; not followed" % link
 
 
+def test_a_file_put_in_place_of_a_link_is_an_error_not_a_traceback(tmp_path, monkeypatch):
+    """The path was a symbolic link when it was looked at (lstat) and is a regular file when its target is read
+    (readlink raises EINVAL), or is gone by then (ENOENT): an error naming the path, no target, no exception."""
+    plain, link = tmp_path / "plain", tmp_path / "link"
+    plain.write_text("x")
+    link.symlink_to(plain)
+    real = os.lstat
+    monkeypatch.setattr(_probe.os, "lstat", lambda path: real(link) if path in (str(plain), str(tmp_path / "gone"))
+                        else real(path))
+    state = _probe.file_state(str(plain))
+    assert state["type"] == "link" and state["target"] is None
+    assert state["error"].startswith("cannot read the link %s: " % plain)
+    state = _probe.file_state(str(tmp_path / "gone"))
+    assert state["target"] is None and state["error"].startswith("cannot read the link %s: " % (tmp_path / "gone"))
+
+
 def test_a_stream_that_has_nothing_to_give_is_not_waited_on(tmp_path, monkeypatch):
     """As /proc/kmsg (a regular file to stat, a stream to read): open, nothing to read yet. A fifo with a writer that
     writes nothing stands in for it, taken for a regular file."""
