@@ -592,7 +592,9 @@ def node_states(lines, names, error=None):
         if found is None:
             states[name] = {"state": None, "reason": None, "problem": "Slurm's controller does not know this node"}
         else:
-            states[name] = {"state": "+".join(found["states"]) or None, "reason": found["reason"], "problem": None}
+            state = "+".join(found["states"]) or None
+            states[name] = {"state": state, "reason": found["reason"],
+                            "problem": None if state else "Slurm's controller printed no state for this node"}
     return states
 
 

@@ -189,6 +189,13 @@ def test_node_states_from_a_registered_scontrol():
     assert slurm_node_states(SCONTROL_TWO.splitlines(), ["gpu01"]) == {"gpu01": states["gpu01"]}
 
 
+@pytest.mark.parametrize("line", ["NodeName=gpu01 Arch=x86_64 Partitions=gpu", "NodeName=gpu01 State= Arch=x86_64"])
+def test_a_node_without_a_state_says_so(line):
+    """A node line without State= (another scontrol's output, a cut line) is a state not known, and says why."""
+    assert slurm_node_states(line, ["gpu01"]) == {"gpu01": {
+        "state": None, "reason": None, "problem": "Slurm's controller printed no state for this node"}}
+
+
 @pytest.mark.parametrize("result, said", [
     ({"rc": 1, "stdout": "", "stderr": "slurm_load_node error: Unable to contact slurm controller\n"},
      "Slurm's controller could not be asked: slurm_load_node error: Unable to contact slurm controller"),
