@@ -572,22 +572,30 @@ STATE_PROBLEM_MAX = 300
 
 def node_states(lines, names, error=None):
     """Each named node's state as the controller sees it: {name: {state, reason, problem}}. ``state`` is scontrol's
-    State= (such as IDLE, MIXED+DRAIN), ``problem`` says why there is none: the controller could not be asked
-    (``error``, its message) or does not know the node."""
+    State= (such as IDLE, MIXED+DRAIN), ``problem`` says why there is none: the name is not one Slurm can have, the
+    controller could not be asked (``error``, its message), does not know the node or printed no state for it."""
     if isinstance(lines, str):
         lines = lines.splitlines()
     if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
         raise SlurmError("the input must be what scontrol show node --oneliner printed, got %s" % type(lines).__name__)
-    if not isinstance(names, list) or not all(isinstance(name, str) and NODE_NAME.match(name) for name in names):
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         raise SlurmError("names must be a list of Slurm node names (letters, digits, . _ -), got %s"
                          % shown(names))
+    # A name Slurm cannot have (a host known by its IPv6 address, a name with a space) is that node's problem: the
+    # other nodes' states, and this node's place in a report, do not depend on it.
+    states = {name: {"state": None, "reason": None,
+                     "problem": "%s is not a Slurm node name (letters, digits, . _ -)" % shown(name, 60)}
+              for name in names if not NODE_NAME.match(name)}
     if error is not None:
         error = " ".join(str(error).split())[:STATE_PROBLEM_MAX] or "no message"
-        return {name: {"state": None, "reason": None,
-                       "problem": "Slurm's controller could not be asked: %s" % error} for name in names}
+        states.update({name: {"state": None, "reason": None,
+                              "problem": "Slurm's controller could not be asked: %s" % error}
+                       for name in names if name not in states})
+        return states
     seen = parse_scontrol_nodes(lines)
-    states = {}
     for name in names:
+        if name in states:
+            continue
         found = seen.get(name)
         if found is None:
             states[name] = {"state": None, "reason": None, "problem": "Slurm's controller does not know this node"}

@@ -209,10 +209,24 @@ def test_a_controller_that_cannot_be_asked_is_said_never_a_node_outside_slurm(re
     assert slurm_node_states(result, ["gpu01"]) == {"gpu01": {"state": None, "reason": None, "problem": said}}
 
 
+@pytest.mark.parametrize("result", [SCONTROL_TWO, {"rc": 1, "stderr": "Unable to contact slurm controller"}])
+def test_a_name_slurm_cannot_have_is_that_nodes_problem_only(result):
+    """A host known by its IPv6 address or a name with a newline: its own problem, the other nodes' states stay (a
+    report keeps the node, with the reason)."""
+    states = slurm_node_states(result, ["fe80::1", "gpu01\nx", "gpu01"])
+    assert states["fe80::1"] == {"state": None, "reason": None,
+                                 "problem": "'fe80::1' is not a Slurm node name (letters, digits, . _ -)"}
+    assert states["gpu01\nx"]["problem"] == "'gpu01\\nx' is not a Slurm node name (letters, digits, . _ -)"
+    assert states["gpu01"]["state"] == ("IDLE" if result is SCONTROL_TWO else None)
+    long_name = "gpu" * 10000
+    assert len(slurm_node_states(SCONTROL_TWO, [long_name + "!"])[long_name + "!"]["problem"]) < 120
+
+
 @pytest.mark.parametrize("output, names, error", [
     ({"skipped": True, "rc": 1}, ["gpu01"], "skipped"),
     (SCONTROL_TWO, "gpu01", "names must be a list"),
-    (SCONTROL_TWO, ["gpu01\nx"], "names must be a list"),
+    (SCONTROL_TWO, ["gpu01", 7], "names must be a list"),
+    (SCONTROL_TWO, None, "names must be a list"),
     (42, ["gpu01"], "must be what scontrol show node --oneliner printed"),
 ])
 def test_node_states_refuses_what_it_cannot_read(output, names, error):
