@@ -337,6 +337,9 @@ def _toolkit_rows(min_drivers=None):
         raise CompatError("min_drivers names %d CUDA releases; at most %d" % (len(min_drivers), _MAX_MIN_DRIVERS))
     known = sorted(rows)
     for cuda, driver in min_drivers.items():
+        if isinstance(cuda, float):
+            raise CompatError("min_drivers names CUDA %s as the number %s: quote it (a YAML number loses trailing "
+                              "zeros: 13.10 reads as 13.1)" % (_text(cuda), _text(cuda)))
         numbers = _cuda(cuda)
         if isinstance(driver, float):
             raise CompatError("min_drivers gives CUDA %s's driver as the number %s: quote it (a YAML number loses "

@@ -646,6 +646,10 @@ def test_min_drivers_names_the_releases_newer_than_the_table():
                         r"\{'13\.4': '615\.20'\}, got \['13\.4', '615\.1'\]$"),
     ("615.1", r"^min_drivers must be a mapping"),
     ({"13.4": 615.2}, r"^min_drivers gives CUDA 13\.4's driver as the number 615\.2: quote it"),
+    # A YAML key 13.10 is the float 13.1: CUDA 13.10 would silently be CUDA 13.1.
+    ({14.10: "700.1"}, r"^min_drivers names CUDA 14\.1 as the number 14\.1: quote it \(a YAML number loses "
+                       r"trailing zeros: 13\.10 reads as 13\.1\)$"),
+    ({13.4: "615.20.01"}, r"^min_drivers names CUDA 13\.4 as the number 13\.4: quote it"),
     ({"13.4": "latest"}, r"^driver 'latest' is not a version"),
     ({"thirteen": "615.1"}, r"^CUDA 'thirteen' is not a version"),
     ({"13.3": "610.1"}, r"^min_drivers names CUDA 13\.3 with driver 610\.1, but the table has it: driver >= "
