@@ -340,11 +340,17 @@ def _toolkit_rows(min_drivers=None):
         if isinstance(cuda, float):
             raise CompatError("min_drivers names CUDA %s as the number %s: quote it (a YAML number loses trailing "
                               "zeros: 13.10 reads as 13.1)" % (_text(cuda), _text(cuda)))
-        numbers = _cuda(cuda)
+        try:  # the message names min_drivers: "CUDA 'thirteen'" alone reads as the CUDA asked about
+            numbers = _cuda(cuda)
+        except CompatError as error:
+            raise CompatError("min_drivers: %s" % error) from None
         if isinstance(driver, float):
             raise CompatError("min_drivers gives CUDA %s's driver as the number %s: quote it (a YAML number loses "
                               "trailing zeros: 615.20 reads as 615.2)" % (_text(cuda), _text(driver)))
-        _numbers(driver, "driver")
+        try:  # and "driver 'latest'" alone as the node's driver
+            _numbers(driver, "driver")
+        except CompatError as error:
+            raise CompatError("min_drivers: CUDA %s's %s" % (_text(cuda), error)) from None
         release, update = numbers[:2], (numbers[2] if len(numbers) == 3 else 0)
         table = rows.get(release, {}).get(update) if release in known else None
         if table is not None:

@@ -650,8 +650,11 @@ def test_min_drivers_names_the_releases_newer_than_the_table():
     ({14.10: "700.1"}, r"^min_drivers names CUDA 14\.1 as the number 14\.1: quote it \(a YAML number loses "
                        r"trailing zeros: 13\.10 reads as 13\.1\)$"),
     ({13.4: "615.20.01"}, r"^min_drivers names CUDA 13\.4 as the number 13\.4: quote it"),
-    ({"13.4": "latest"}, r"^driver 'latest' is not a version"),
-    ({"thirteen": "615.1"}, r"^CUDA 'thirteen' is not a version"),
+    ({"13.4": "latest"}, r"^min_drivers: CUDA 13\.4's driver 'latest' is not a version: expected numbers "
+                         r"separated by dots, e\.g\. 550\.54\.15$"),
+    ({"thirteen": "615.1"}, r"^min_drivers: CUDA 'thirteen' is not a version"),
+    ({"13.4\n": "615.1\x00"}, r"^min_drivers: CUDA 13\.4's driver '615\.1\\x00' is not a version"),
+    ({("13", "4"): "615.1"}, r"^min_drivers: CUDA \('13', '4'\) is not a version"),
     ({"13.3": "610.1"}, r"^min_drivers names CUDA 13\.3 with driver 610\.1, but the table has it: driver >= "
                         r"610\.43\.02$"),
     ({"12.7": "565.1"}, r"^min_drivers names CUDA 12\.7, which is not a CUDA release: min_drivers is for releases "
