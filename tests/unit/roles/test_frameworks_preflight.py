@@ -528,6 +528,30 @@ def test_a_driver_or_cuda_newer_than_the_table_is_refused(key, parts):
     assert "Task failed" not in result["message"] and "filter plugin" not in result["message"]
 
 
+# Where the table has no answer for the driver at all (older than its oldest CUDA) or pytorch_cuda_min_drivers is not
+# what the table takes, the refusal renders: one line with the filter's words, never a second template error.
+@pytest.mark.parametrize("key, parts", [
+    (BATCH.case("pytorch", nvidia(driver="418.67", cuda="10.1"), REFUSED, REFUSAL["vars"]),
+     ["pytorch_channel auto, NVIDIA driver 418.67: driver 418.67 is older than any CUDA in the table: the oldest, "
+      "CUDA 11.0, needs >= 450.51.05", "Nothing was installed."]),
+    (BATCH.case("pytorch", nvidia(), REFUSED, REFUSAL["vars"], pytorch_cuda_min_drivers={"13.4": 615.2}),
+     ["pytorch_cuda_min_drivers gives CUDA 13.4's driver as the number 615.2: quote it", "Nothing was installed."]),
+    (BATCH.case("pytorch", nvidia(), REFUSED, REFUSAL["vars"], pytorch_cuda_min_drivers={"13.4": "latest"},
+                pytorch_channel="cu126"),
+     ["pytorch_cuda_min_drivers: CUDA 13.4's driver 'latest' is not a version", "Nothing was installed."]),
+    (BATCH.case("pytorch", nvidia(), REFUSED, REFUSAL["vars"], pytorch_cuda_min_drivers=["13.4"]),
+     ["pytorch_cuda_min_drivers must be a mapping of CUDA release to its minimum driver", "Nothing was installed."]),
+], ids=["older-than-the-table", "min-drivers-float", "min-drivers-not-a-version-channel", "min-drivers-list"])
+def test_a_refusal_renders_where_the_table_has_no_answer(key, parts):
+    result = BATCH[key]
+    assert "error" in result["channel"]
+    assert isinstance(result["message"], str), result["message"]
+    assert_one_line_with(result["message"], parts)
+    assert "Task failed" not in result["message"] and "filter plugin" not in result["message"]
+    if "min_drivers" in parts[0]:
+        assert result["message"].startswith("pytorch_cuda_min_drivers"), result["message"]
+
+
 # The preflight's messages are rendered whether the check fails or not (Ansible templates a task's arguments first):
 # on a driver newer than the table they must render, and the checks pass.
 NEWER_CHECKS = BATCH.case("pytorch", NEWER_DRIVER, [("ok", "{{ %s }}" % DRIVER_CHECK["that"]),
