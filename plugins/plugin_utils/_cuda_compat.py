@@ -427,12 +427,17 @@ def cuda_min_driver(cuda, compat="toolkit", min_drivers=None):
     return driver
 
 
-def cuda_max_for_driver(driver, min_drivers=None):
+def cuda_max_for_driver(driver, min_drivers=None, older=None):
     """The newest CUDA major.minor whose toolkit (GA) driver minimum this driver meets: "550.54.15" -> "12.4".
 
     A driver of a branch newer than the table's newest (615 where the newest is CUDA 13.3's 610) is refused: it may
-    run a CUDA the table does not know. min_drivers names the newer releases' drivers, as for cuda_min_driver.
+    run a CUDA the table does not know. min_drivers names the newer releases' drivers, as for cuda_min_driver. A
+    driver older than every release in the table is refused too, unless older (a str, such as "") is given: then
+    that is the answer (a question such as "the newest TensorFlow this driver runs" has the answer none).
     """
+    if older is not None and not isinstance(older, str):
+        raise CompatError("older must be a string (what to give for a driver older than the table), got %s"
+                          % _shown(older))
     numbers = _numbers(driver, "driver")
     rows = _toolkit_rows(min_drivers)
     known = sorted(rows)
@@ -441,6 +446,8 @@ def cuda_max_for_driver(driver, min_drivers=None):
         if not _newer(_key(_first(rows[release])), numbers):
             best = release
     if best is None:
+        if older is not None:
+            return older
         oldest = known[0]
         need = _first(rows[oldest])
         raise CompatError("driver %s is older than any CUDA in the table: the oldest, CUDA %s, needs >= %s; "

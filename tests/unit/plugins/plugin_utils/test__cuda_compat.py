@@ -259,6 +259,10 @@ def test_horovod_releases_newer_than_the_table_have_no_known_limit():
      r"^driver 440\.118\.02 is older than any CUDA in the table: the oldest, CUDA 11\.0, needs >= 450\.51\.05; "
      r"nearest: CUDA 11\.0 \(driver >= 450\.51\.05\)$"),
     (lambda: cuda_max_for_driver("99.1"), r"^driver 99\.1 is older than any CUDA"),
+    (lambda: cuda_max_for_driver("99.1", older=[]), r"^older must be a string .*, got \[\]$"),
+    # older answers only for a driver older than the table: not for one that is not a version, nor one newer
+    (lambda: cuda_max_for_driver("latest", older=""), r"^driver 'latest' is not a version"),
+    (lambda: cuda_max_for_driver("615.20.01", older=""), r"^driver 615\.20\.01 is newer than the table"),
     # torch with no wheel for this CUDA
     (lambda: torch_cuda_channel("12.8", torch="2.5.1", exact=True),
      r"^torch 2\.5\.1 has no wheel for CUDA 12\.8: its channels are cu118, cu121, cu124; "
@@ -615,6 +619,13 @@ OVERRIDE = {"13.4": "615.20.01"}
 def test_versions_newer_than_the_table_are_refused(call, message):
     with pytest.raises(CompatError, match=message):
         call()
+
+
+def test_older_is_the_answer_for_a_driver_older_than_the_table():
+    assert cuda_max_for_driver("440.118.02", older="") == ""
+    assert cuda_max_for_driver("99.1", older="none") == "none"
+    assert cuda_max_for_driver("450.51.05", older="") == "11.0"
+    assert cuda_max_for_driver("570.124.06", older="") == "12.8"
 
 
 def test_min_drivers_names_the_releases_newer_than_the_table():
