@@ -265,11 +265,30 @@ def test_tensorflow_build(key, requirement, fits):
     assert result["pip"] == ["--index-url", "https://pypi.org/simple"]
 
 
+TF_BUILD_TASK = preflight_task("tensorflow", "Look up the build of tensorflow {{ tensorflow_version }}")
+
+
+def _expression(template):
+    """The expression inside a template that is one {{ ... }}."""
+    text = template.strip()
+    assert text.startswith("{{") and text.endswith("}}"), text
+    return text[2:-2].strip()
+
+
+# The facts the build lookup sets, as the tasks after it see them (task vars), and as templates to render one by one.
+_TF_DRIVERS = TF_BUILD_TASK["ansible.builtin.set_fact"]["__tensorflow_build_drivers"]
+TF_RESOLVED = {"__tensorflow_build_resolved": TF_BUILD_TASK["ansible.builtin.set_fact"]["__tensorflow_build_resolved"],
+               "__tensorflow_build_drivers": "{{ {%s} }}" % ", ".join(
+                   "'%s': (%s)" % (name, _expression(template)) for name, template in _TF_DRIVERS.items())}
+TF_BUILD = [("build", TF_RESOLVED["__tensorflow_build_resolved"])] + [
+    ("driver_" + name, template) for name, template in _TF_DRIVERS.items()]
+
+
 TF_CHECK_TASK = preflight_task("tensorflow", "Refuse a CUDA build the driver cannot run")
 TF_CHECK = TF_CHECK_TASK["ansible.builtin.assert"]
 TF_DRIVER_MESSAGE = BATCH.case("tensorflow", nvidia(driver="520.61.05", cuda="11.8"),
                                [("message", TF_CHECK["fail_msg"])],
-                               {"__tensorflow_build_resolved": "{{ __tensorflow_build }}", **TF_CHECK_TASK["vars"]})
+                               {**TF_RESOLVED, **TF_CHECK_TASK["vars"]})
 TF_UNKNOWN = preflight_task("tensorflow", "Refuse a release the compatibility table does not know")
 TF_UNKNOWN_MESSAGE = BATCH.case("tensorflow", NO_GPU, [("build", "{{ __tensorflow_build }}"),
                                                        ("message", TF_UNKNOWN["ansible.builtin.fail"]["msg"])],
@@ -290,6 +309,39 @@ def test_tensorflow_refuses_an_unknown_release():
     assert "error" in result["build"]
     assert result["message"] == ("tensorflow 2.13.1 is not in the table (tensorflow 2.14 to 2.21); nearest: 2.14. "
                                  "Nothing was installed.")
+
+
+TF_OLD_DRIVER = BATCH.case("tensorflow", nvidia(driver="418.67", cuda="10.1"),
+                           [("nearest", "{{ __tensorflow_nearest }}"), ("message", TF_CHECK["fail_msg"])],
+                           {**TF_RESOLVED, **TF_CHECK_TASK["vars"]})
+
+
+TF_MIN_DRIVERS = [
+    ({"13.4": 615.2}, "tensorflow_cuda_min_drivers gives CUDA 13.4's driver as the number 615.2: quote it"),
+    ({"13.4": "latest"}, "tensorflow_cuda_min_drivers: CUDA 13.4's driver 'latest' is not a version"),
+    ({"12.7": "560.1"}, "tensorflow_cuda_min_drivers names CUDA 12.7, which is not a CUDA release"),
+    ("13.4", "tensorflow_cuda_min_drivers must be a mapping of CUDA release to its minimum driver"),
+]
+
+
+@pytest.mark.parametrize("key, said", [
+    (BATCH.case("tensorflow", facts, [*TF_BUILD, ("message", TF_UNKNOWN["ansible.builtin.fail"]["msg"])],
+                tensorflow_cuda_min_drivers=min_drivers), said)
+    for facts in (nvidia(driver="520.61.05", cuda="11.8"), NO_GPU) for min_drivers, said in TF_MIN_DRIVERS])
+def test_tensorflow_cuda_min_drivers_is_checked_on_every_node(key, said):
+    """Refused as itself, with the role's name for it, before anything else reads it: also on a node without GPUs
+    (where nothing else reads it), never left to fail a later message's template."""
+    result = BATCH[key]
+    assert any(isinstance(value, dict) and "error" in value for value in result.values()), result
+    assert isinstance(result["message"], str) and result["message"].startswith(said), result["message"]
+    assert_one_line_with(result["message"], [said, "Nothing was installed."])
+
+
+def test_tensorflow_refuses_a_driver_older_than_the_table_with_its_own_message():
+    result = BATCH[TF_OLD_DRIVER]
+    assert result["nearest"] == ""
+    assert_one_line_with(result["message"], ["the driver 418.67 runs CUDA up to 10.1",
+                                             "Nearest: no release in the table", "Nothing was installed."])
 
 
 TF_GPU_TASK = preflight_task("tensorflow", "Refuse a GPU build that carries no code for the GPUs")
@@ -558,7 +610,7 @@ NEWER_CHECKS = BATCH.case("pytorch", NEWER_DRIVER, [("ok", "{{ %s }}" % DRIVER_C
                                                     ("message", DRIVER_CHECK["fail_msg"])],
                           {"__pytorch_channel_resolved": "{{ __pytorch_channel }}"}, pytorch_channel="cu132")
 TF_NEWER = BATCH.case("tensorflow", NEWER_DRIVER, [*TF, ("message", TF_CHECK["fail_msg"])],
-                      {"__tensorflow_build_resolved": "{{ __tensorflow_build }}", **TF_CHECK_TASK["vars"]})
+                      {**TF_RESOLVED, **TF_CHECK_TASK["vars"]})
 TF_NEWER_WITHOUT_NVML = BATCH.case("tensorflow", nvidia(driver="615.20.01", cuda=None),
                                    [("fits", "{{ __tensorflow_driver_fits }}")])
 TF_NEWER_NAMED = BATCH.case("tensorflow", nvidia(driver="615.20.01", cuda=None),
