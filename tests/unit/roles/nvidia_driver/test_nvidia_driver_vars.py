@@ -215,6 +215,46 @@ def test_branch_and_modules_against_the_gpus(key, ok, parts):
         assert part in result["message"], result["message"]
 
 
+BUSY_CHECK = preflight_task("nvidia_driver", "Refuse to change the driver under running GPU work", "install.yml")
+BUSY_BATCH = Batch()
+
+
+def busy_case(facts, allow=False):
+    return BUSY_BATCH.add([ROLE / "defaults" / "main.yml"], {"__nvidia_driver_gpus": {"nvidia": facts},
+                                                              "nvidia_driver_allow_busy": allow},
+                          [("ok", "{{ %s }}" % BUSY_CHECK["ansible.builtin.assert"]["that"]),
+                           ("message", BUSY_CHECK["ansible.builtin.assert"]["fail_msg"])], BUSY_CHECK["vars"])
+
+
+def gpus(*processes, count=None):
+    """gpu_facts of a loaded driver: one GPU per entry, its processes (a list, or None where NVML could not list
+    them, with the error NVML gave)."""
+    listed = [{"index": i, "processes": p, "errors": [] if p is not None else
+               ["nvmlDeviceGetComputeRunningProcesses: Unknown Error (NVML error 999)"]}
+              for i, p in enumerate(processes)]
+    return {"driver_loaded": True, "gpu_count": len(listed) if count is None else count, "gpus": listed,
+            "driver_mismatch": None}
+
+
+@pytest.mark.parametrize("key, ok, parts", [
+    (busy_case(gpus([], [])), True, []),
+    (busy_case(gpus([], [{"pid": 4242, "name": "train.py"}])), False, ["GPU 1 pid 4242 (train.py)"]),
+    # An NVML error while listing a GPU's processes, or GPUs NVML counted but did not list, is work that cannot be
+    # seen: never read as idle GPUs.
+    (busy_case(gpus([], None)), False, ["GPU 1: its processes cannot be read (nvmlDeviceGetComputeRunningProcesses: "
+                                        "Unknown Error (NVML error 999))", "cannot be seen"]),
+    (busy_case({**gpus(), "gpu_count": None}), False, ["NVML counts None GPU(s) but 0 could be listed"]),
+    (busy_case(gpus([], None), allow=True), True, []),
+    # No driver loaded (a first install) or one NVML cannot start under (the other check says so): nothing to see.
+    (busy_case({"driver_loaded": False, "gpu_count": 0, "gpus": [], "reason": "the driver is not loaded"}), True, []),
+], ids=["idle", "busy", "processes-unreadable", "gpus-not-listed", "unreadable-allowed", "driver-not-loaded"])
+def test_the_busy_guard_never_reads_an_nvml_error_as_idle(key, ok, parts):
+    result = BUSY_BATCH[key]
+    assert result["ok"] is ok, result
+    for part in parts:
+        assert part in result["message"], result["message"]
+
+
 LOADED_BATCH = Batch()
 
 
