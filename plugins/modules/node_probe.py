@@ -199,7 +199,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _probe
+from ansible_collections.accelops.gpu.plugins.module_utils import _numbers, _probe
 
 ENVIRON = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 # The only commands the module runs for O(commands): each only reads.
@@ -301,6 +301,12 @@ def keyrings(module, paths):
     return result
 
 
+def _refused(values, most=5):
+    """The first values refused, each shortened, and how many more: a message never echoes a whole careless list."""
+    shown = ", ".join(_numbers.shown(value, 60) for value in values[:most])
+    return shown + (" and %d more" % (len(values) - most) if len(values) > most else "")
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -323,11 +329,11 @@ def main():
                or any(c.isspace() or c in "*?[\0" for c in name)]
         if bad:
             module.fail_json(msg="%s: names must be non-empty, without white space, NUL or *?[ and not start with '-', "
-                             "got %s" % (key, ", ".join(repr(name) for name in bad)))
+                             "got %s" % (key, _refused(bad)))
     for key in ("files", "read", "keyrings"):
         bad = [path for path in params[key] if not path.startswith("/") or "\0" in path]
         if bad:
-            module.fail_json(msg="%s: paths must be absolute, got %s" % (key, ", ".join(repr(path) for path in bad)))
+            module.fail_json(msg="%s: paths must be absolute, got %s" % (key, _refused(bad)))
     files = {path: _probe.file_state(path) for path in params["files"]}
     files.update({path: _probe.file_state(path, read=True) for path in params["read"]})
     installed, holds = packages(module) if params["package_facts"] else (None, None)

@@ -62,6 +62,19 @@ def test_bad_input_names_the_field(module_result, args, field):
     assert result["msg"].startswith(field) or field in result["msg"], result["msg"]
 
 
+@pytest.mark.parametrize("args, field", [
+    ({"files": ["relative/" + "x" * 100000] * 1000}, "files"),
+    ({"keyrings": ["k%d" % n for n in range(100000)]}, "keyrings"),
+    ({"users": ["-" + "u" * 100000]}, "users"),
+])
+def test_bad_input_is_one_bounded_message(module_result, args, field):
+    """A careless list (thousands of entries, a megabyte each) gets one short message naming the field, never the whole
+    input echoed back."""
+    rc, result = module_result(node_probe, args)
+    assert rc == 1 and result["msg"].startswith(field + ":"), result["msg"][:300]
+    assert len(result["msg"]) < 1000, len(result["msg"])
+
+
 def test_paths_are_keyed_as_given(module_result, tmp_path, monkeypatch):
     """A path is neither expanded nor normalised: the caller finds its answer under the string it asked with."""
     monkeypatch.setenv("HOME", str(tmp_path))
