@@ -376,7 +376,14 @@ def test_minimum_drivers(key, drivers):
     (min_case(["13.4"], cuda_toolkit_min_drivers={"13.4": "600.1"}),
      "cuda_toolkit_min_drivers: CUDA 13.4.0's driver 600.1 is older than CUDA 13.3.1's (610.43.02); a newer CUDA "
      "release never needs an older driver. Nothing was installed."),
-], ids=["newer", "never-released", "wrong-override"])
+    # The message names the role's variable, not "driver 'latest'" alone (which reads as the node's driver).
+    (min_case(["13.4"], cuda_toolkit_min_drivers={"13.4": "latest"}),
+     "cuda_toolkit_min_drivers: CUDA 13.4's driver 'latest' is not a version: expected numbers separated by dots, "
+     "e.g. 550.54.15. Nothing was installed."),
+    (min_case(["13.3"], cuda_toolkit_min_drivers={"thirteen": "615.1"}),
+     "cuda_toolkit_min_drivers: CUDA 'thirteen' is not a version: expected numbers separated by dots, e.g. 12.4. "
+     "Nothing was installed."),
+], ids=["newer", "never-released", "wrong-override", "override-driver-not-a-version", "override-cuda-not-a-version"])
 def test_a_cuda_the_table_does_not_know_is_refused(key, message):
     result = MIN_BATCH[key]
     assert "error" in result["min"]
