@@ -213,3 +213,36 @@ def test_facts_from_a_persistent_cache_are_not_taken_for_this_run(limited, tmp_p
     assert (tmp_path / "cache").is_dir()
     model = json.loads((tmp_path / "report" / "fleet.json").read_text())
     assert model["nodes"] == [] and [node["name"] for node in model["unreachable"]] == ["gpu-a01"]
+
+
+@pytest.mark.parametrize("controller, problem", [
+    # Down: run_once made the unreachable controller fatal to every node, and no report was written.
+    ("{ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 9, ansible_ssh_timeout: 3}",
+     "Slurm's controller could not be asked: "),
+    # Up, without Slurm's client (scontrol is not installed here).
+    ("{ansible_connection: local, ansible_python_interpreter: %(python)s}", "Slurm's controller could not be asked: "),
+], ids=["controller-down", "no-scontrol"])
+def test_a_slurm_controller_that_cannot_be_asked_is_said_in_the_report(limited, tmp_path, controller, problem):
+    """The report is written, each Slurm node with the reason its state is not known (never outside Slurm); a node
+    whose name Slurm cannot have gets that reason, and stays in the report."""
+    _check, _first, _second, work = limited
+    if not (work / "sys" / "gpu@a02").exists():
+        subprocess.run([sys.executable, str(ROOT / "tests" / "sim" / "host" / "mksysfs.py"),
+                        str(FIXTURES / "dgx-h100.conf"), str(work / "sys" / "gpu@a02")], check=True)
+    inventory = tmp_path / "slurm.yml"
+    inventory.write_text(LIMITED_INVENTORY.replace('    gpu-bad: {', '    gpu@a02: {accelops_gpu_sysfs_root: '
+                                                   '"%(work)s/sys/gpu@a02"}\n    gpu-bad: {')
+                         % {"work": work, "python": sys.executable}
+                         + "slurm_controllers:\n  hosts:\n    ctl: %s\n" % (controller % {"python": sys.executable}))
+    env = ansible_env(LD_LIBRARY_PATH=str(FAKENVML.parent), FAKE_NVML_FIXTURE=str(FIXTURES / "dgx-h100.conf"))
+    run = subprocess.run(["ansible-playbook", "-i", str(inventory), "report.yml", "--limit", "gpu-a01,gpu@a02",
+                          "-e", "accelops_gpu_report_dir=%s" % (tmp_path / "report")],
+                         cwd=work, env=env, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout[-4000:]
+    model = json.loads((tmp_path / "report" / "fleet.json").read_text())
+    nodes = {node["name"]: node for node in model["nodes"]}
+    assert sorted(nodes) == ["gpu-a01", "gpu@a02"], run.stdout[-4000:]
+    assert nodes["gpu-a01"]["slurm"]["state"] is None
+    assert nodes["gpu-a01"]["slurm"]["problem"].startswith(problem), nodes["gpu-a01"]["slurm"]
+    assert nodes["gpu@a02"]["slurm"]["problem"] == "'gpu@a02' is not a Slurm node name (letters, digits, . _ -)"
+    assert all(node["status"] == "warning" for node in nodes.values())
