@@ -409,7 +409,11 @@ def driver_case(driver, versions, **overrides):
      "CUDA 13.4 needs NVIDIA driver 615.20.01 or newer; the driver is 610.43.02 (loaded, as gpu_facts reports it), "
      "which runs CUDA up to 13.3. Nothing was installed"),
     (driver_case("615.20.01", ["13.4"], cuda_toolkit_min_drivers=NEWER), True, "the driver is 615.20.01"),
-], ids=["newer-driver", "named-too-new", "named-fits"])
+    # A driver older than every CUDA release in the table: the refusal renders, saying so.
+    (driver_case("418.67", ["12.4"]), False,
+     "CUDA 12.4 needs NVIDIA driver 550.54.14 or newer; the driver is 418.67 (loaded, as gpu_facts reports it), "
+     "which is older than every CUDA release in the table. Nothing was installed: install a newer driver"),
+], ids=["newer-driver", "named-too-new", "named-fits", "older-than-the-table"])
 def test_driver_check_beyond_the_table(key, ok, part):
     result = MIN_BATCH[key]
     assert result["ok"] is ok, result
