@@ -230,8 +230,10 @@ def test_a_slurm_controller_that_cannot_be_asked_is_said_in_the_report(limited, 
         subprocess.run([sys.executable, str(ROOT / "tests" / "sim" / "host" / "mksysfs.py"),
                         str(FIXTURES / "dgx-h100.conf"), str(work / "sys" / "gpu@a02")], check=True)
     inventory = tmp_path / "slurm.yml"
+    # gpu-a01's Slurm name is a YAML number (slurm_node_name: 101), as a careless inventory gives it.
     inventory.write_text(LIMITED_INVENTORY.replace('    gpu-bad: {', '    gpu@a02: {accelops_gpu_sysfs_root: '
                                                    '"%(work)s/sys/gpu@a02"}\n    gpu-bad: {')
+                         .replace("    gpu-a01: {", "    gpu-a01: {slurm_node_name: 101, ")
                          % {"work": work, "python": sys.executable}
                          + "slurm_controllers:\n  hosts:\n    ctl: %s\n" % (controller % {"python": sys.executable}))
     env = ansible_env(LD_LIBRARY_PATH=str(FAKENVML.parent), FAKE_NVML_FIXTURE=str(FIXTURES / "dgx-h100.conf"))
