@@ -106,7 +106,9 @@ def slurm_node_states(output, names):
     if isinstance(output, dict) and (output.get("unreachable") or output.get("failed") or output.get("rc", 0) != 0):
         if output.get("skipped"):
             raise _slurm.SlurmError("the input is the result of a task that was skipped, not what scontrol printed")
-        error = (output.get("stderr") or output.get("msg") or "scontrol exited with %s" % output.get("rc"))
+        # The first of stderr and the task's message that says something (stderr may be blank).
+        error = next((said for said in (output.get("stderr"), output.get("msg")) if str(said or "").strip()),
+                     "scontrol exited with %s" % output.get("rc"))
         output = ""
     elif isinstance(output, dict):
         output = _text(output, "scontrol show node --oneliner")

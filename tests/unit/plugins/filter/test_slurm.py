@@ -204,6 +204,10 @@ def test_a_node_without_a_state_says_so(line):
     ({"failed": True, "rc": 2, "msg": "[Errno 2] No such file or directory: b'scontrol'", "stdout": ""},
      "Slurm's controller could not be asked: [Errno 2] No such file or directory: b'scontrol'"),
     ({"rc": 1, "stderr": "x" * 5000}, "Slurm's controller could not be asked: " + "x" * 300),
+    # stderr of white space only says nothing: the task's own message does.
+    ({"rc": 1, "stdout": "", "stderr": " \n", "msg": "non-zero return code"},
+     "Slurm's controller could not be asked: non-zero return code"),
+    ({"rc": 1, "stderr": "", "msg": ""}, "Slurm's controller could not be asked: scontrol exited with 1"),
 ])
 def test_a_controller_that_cannot_be_asked_is_said_never_a_node_outside_slurm(result, said):
     assert slurm_node_states(result, ["gpu01"]) == {"gpu01": {"state": None, "reason": None, "problem": said}}
