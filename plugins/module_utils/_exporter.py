@@ -2,16 +2,18 @@
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to the accelops.gpu collection: the GPU exporter. One scrape reads the node's GPUs the way gpu_facts does
-(its collector, one NVML session per scrape, the health verdict included) and renders them with _metrics; the same
-text is served over HTTP for Prometheus (GET /metrics) or written atomically as a textfile for node_exporter's
-textfile collector.
+(its collector, one NVML session per scrape, the health verdict included) as prometheus_client metric families (a
+Collector), rendered by prometheus_client's generate_latest; the same text is served over HTTP or HTTPS for
+Prometheus (GET /metrics; TLS and basic authentication from a web configuration file in the form of Prometheus'
+exporter toolkit) or written atomically as a textfile for node_exporter's textfile collector.
 
 A scrape never fails: whatever goes wrong (NVML missing, the driver not loaded, a GPU lost, an exception in the
 reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporter_error_info, with the health verdict
 "unknown", not as a crash or an empty page.
 
-Usage (on the node, with pynvml importable): python -m ...module_utils._exporter [--listen HOST:PORT | --textfile
-PATH [--interval SECONDS]] [--hostname NAME] [--sysfs-root DIR]
+Usage (on the node, with pynvml and prometheus_client importable): python -m ...module_utils._exporter
+[--listen HOST:PORT [--web.config.file PATH] | --textfile PATH [--interval SECONDS]] [--hostname NAME]
+[--sysfs-root DIR]
 """
 
 from __future__ import annotations
@@ -358,7 +360,8 @@ class WebConfig:
         {"tls_server_config": {"cert_file": "/etc/.../tls.crt", "key_file": "/etc/.../tls.key"},
          "basic_auth_users": {"prometheus": "$2b$12$..."}}
 
-    written as JSON (YAML's JSON form: the toolkit reads the same file); either part may be left out. TLS is 1.2 or
+    written as JSON (YAML's JSON form: the toolkit reads the same file), with # comment lines before it; either part
+    may be left out. TLS is 1.2 or
     later, as the toolkit's default. A relative path is taken from the file's directory, as the toolkit does. A key
     that the toolkit knows and this exporter does not (client certificates, cipher suites, HTTP headers) is refused,
     not ignored: a file that asks for more protection than it gets must not start an open exporter."""
@@ -380,7 +383,9 @@ class WebConfig:
         if len(raw) > WEB_CONFIG_MAX_BYTES:
             raise WebConfigError("%s: larger than %d bytes" % (where, WEB_CONFIG_MAX_BYTES))
         try:
-            data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+            # Whole lines that start with # are YAML's comments (the role's header); JSON has none of its own.
+            text = "\n".join(line for line in raw.decode("utf-8").splitlines() if not line.lstrip().startswith("#"))
+            data = json.loads(text) if text.strip() else {}
         except (UnicodeDecodeError, ValueError) as exc:
             raise WebConfigError("%s: not JSON (YAML's JSON form, which the role writes): %s" % (where, exc)) from None
         return cls.parse(data, os.path.dirname(os.path.abspath(path)), where)

@@ -684,3 +684,13 @@ def test_an_empty_web_configuration_serves_plain_http(nvml_fixture, tmp_path):
     (tmp_path / "web.yml").write_text("{}")
     web = _exporter.WebConfig.load(str(tmp_path / "web.yml"))
     assert web.ssl_context is None and web.users == {} and web.authorized(None)
+
+
+def test_the_roles_web_configuration_with_its_comment_header_is_read(pki, tmp_path):
+    (tmp_path / "web.yml").write_text("#\n# Ansible managed\n#\n# The GPU exporter's TLS\n%s\n" % json.dumps(
+        {"basic_auth_users": {"prometheus": pki["hash"]},
+         "tls_server_config": {"cert_file": pki["cert"], "key_file": pki["key"]}}, indent=2))
+    web = _exporter.WebConfig.load(str(tmp_path / "web.yml"))
+    assert web.ssl_context is not None and list(web.users) == ["prometheus"]
+    token = base64.b64encode(("prometheus:" + PASSWORD).encode()).decode()
+    assert web.authorized("Basic " + token) and not web.authorized("Bearer " + token)
