@@ -41,14 +41,13 @@ try:
     import bcrypt
 except ImportError:  # basic_auth_users say that they need it (WebConfig.parse)
     bcrypt = None
+try:
+    from prometheus_client import CollectorRegistry
+except ImportError:  # main() says that the exporter needs it
+    CollectorRegistry = None
 
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
-from ansible_collections.accelops.gpu.plugins.module_utils._metrics import (
-    CONTENT_TYPE,
-    CollectorRegistry,
-    collect,
-    render,
-)
+from ansible_collections.accelops.gpu.plugins.module_utils._metrics import CONTENT_TYPE, collect, render
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError, NvmlSession
 
 # Everything the series need, the PCI bus included (the health verdict sees a GPU that NVML no longer lists); not the
@@ -558,7 +557,7 @@ class ExporterServer:
         finally:
             self.connections -= 1
             self._waiting.pop(writer.transport, None)
-            writer.transport.abort()
+            writer.transport.abort()  # nothing left to send: an answer is closed by _reply, anything else is cut
 
     async def _request(self, reader, writer):
         self._waiting[writer.transport] = True  # in the order of arrival
@@ -612,7 +611,10 @@ class ExporterServer:
                  "Content-Type: %s" % content_type, "Content-Length: %d" % len(body), "Connection: close",
                  *("%s: %s" % pair for pair in extra)]
         writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (b"" if head_only else body))
-        await writer.drain()
+        # Every byte out before the connection closes (drain alone leaves up to 64 KiB in the buffer, which an abort
+        # would drop), within the request's deadline like the rest.
+        writer.close()
+        await writer.wait_closed()
 
 
 def _quiet(loop, context):

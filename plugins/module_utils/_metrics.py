@@ -18,10 +18,10 @@ already judged the node worse.
 from __future__ import annotations
 
 try:
-    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import generate_latest
     from prometheus_client.core import Metric
 except ImportError:  # the node's environment lacks it: the exporter says so (_exporter.main), imports stay harmless
-    CollectorRegistry = generate_latest = Metric = None
+    generate_latest = Metric = None
 
 # Prometheus' text format 0.0.4, as dcgm-exporter serves it (prometheus_client.exposition.CONTENT_TYPE_PLAIN_0_0_4).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

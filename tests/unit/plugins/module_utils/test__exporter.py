@@ -699,3 +699,35 @@ def test_the_roles_web_configuration_with_its_comment_header_is_read(pki, tmp_pa
     assert web.ssl_context is not None and list(web.users) == ["prometheus"]
     token = base64.b64encode(("prometheus:" + PASSWORD).encode()).decode()
     assert web.authorized("Basic " + token) and not web.authorized("Bearer " + token)
+
+
+def test_a_client_that_reads_slowly_gets_the_whole_answer(nvml_fixture):
+    """Small buffers on both sides: most of the answer waits in the server's own buffer, and still comes out whole
+    before the connection closes."""
+    nvml_fixture("dgx-h100")
+    httpd = _exporter.make_server("127.0.0.1", 0, "node1")
+    httpd.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # the connections' too
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.settimeout(20)
+    try:
+        client.connect(httpd.server_address[:2])
+        client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.5)
+        received = b""
+        while True:
+            chunk = client.recv(2048)
+            if not chunk:
+                break
+            received += chunk
+            time.sleep(0.001)
+    finally:
+        client.close()
+        httpd.shutdown()
+        httpd.server_close()
+    head, _sep, body = received.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.startswith(b"Content-Length:"))
+    assert length > 80000 and len(body) == length
+    assert value(parse(body.decode()), "accelops_gpu_count") == 8
