@@ -475,9 +475,10 @@ def _one_line(value):
 # thread per connection without limit or timeout, and has no basic authentication; make_wsgi_app answers Prometheus'
 # Accept header with OpenMetrics, where counters must end in _total and dcgm-exporter's names do not. So the HTTP side
 # is asyncio's (TLS handshakes, slow clients and many connections cost no thread) with prometheus_client's collector
-# and generate_latest for the text: connections beyond MAX_CONNECTIONS are closed at once, the TLS handshake has
-# REQUEST_TIMEOUT_S and the request then one deadline of as long from its first byte to the answer's last (not a
-# timeout per read), and readings and password checks run in MAX_REQUESTS threads (more at once get 503).
+# and generate_latest for the text: at MAX_CONNECTIONS a new connection closes the oldest that has not sent its
+# request yet (else itself), the TLS handshake has REQUEST_TIMEOUT_S and the request then one deadline of as long from
+# its first byte to the answer's last (not a timeout per read), and readings and password checks run in MAX_REQUESTS
+# threads (more at once get 503).
 MAX_CONNECTIONS = 64
 MAX_HEADER_BYTES = 16384
 
