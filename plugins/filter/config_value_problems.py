@@ -34,6 +34,10 @@ ABSOLUTE_PATH = re.compile(r"\A(?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._+-]{1,255}){1,32
 SYSTEM_USER = re.compile(r"\A[a-z_][a-z0-9_-]{0,31}\Z")
 # Where a node is reached: a host name, an IPv4 address or an IPv6 address (without brackets).
 HOST_ADDRESS = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|[0-9A-Fa-f:.]{2,45})\Z")
+# Basic authentication's users, as an exporter's web configuration holds them: a name (no colon, which ends the name
+# in the Authorization header) and the bcrypt hash of the password (htpasswd -B, password_hash('bcrypt')).
+AUTH_USER = re.compile(r"\A[A-Za-z0-9._@+-]{1,64}\Z")
+BCRYPT_HASH = re.compile(r"\A\$2[aby]?\$(?:0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}\Z")
 
 ALLOWED = {
     "module": "a kernel module name (letters, digits, _ and -, not starting with -)",
@@ -51,6 +55,7 @@ ALLOWED = {
     "path": "an absolute path of letters, digits and . _ + - without . or .. parts",
     "user": "a system user name (lower-case letters, digits, _ and -, at most 32)",
     "address": "a host name, an IPv4 address or an IPv6 address without brackets",
+    "auth_user": "a user name of letters, digits and . _ @ + - (at most 64)",
 }
 
 
@@ -139,6 +144,16 @@ def _listen(problems, name, value):
         _refuse(problems, name, value, "listen")
 
 
+def _basic_auth_users(problems, name, value):
+    """{user: bcrypt hash}. A value that is not a hash is never shown: it may be the password itself."""
+    for user, hashed in _mapping(problems, name, value).items():
+        _check(problems, "%s: key" % name, user, AUTH_USER, "auth_user")
+        if not isinstance(hashed, str) or not BCRYPT_HASH.match(hashed):
+            problems.append("%s[%s]: is not a bcrypt hash (not shown: it may be a password); give the hash of the "
+                            "password, such as htpasswd -nBC 12 %s writes or password_hash('bcrypt') makes"
+                            % (name, shown(user), user if isinstance(user, str) and AUTH_USER.match(user) else "NAME"))
+
+
 def _single(pattern, allowed):
     """One text value (not a number that a template would write as text)."""
     def check(problems, name, value):
@@ -162,6 +177,7 @@ FORMATS = {
     "system_user": _single(SYSTEM_USER, "user"),
     "system_users": _listed(SYSTEM_USER, "user"),
     "host_address": _single(HOST_ADDRESS, "address"),
+    "basic_auth_users": _basic_auth_users,
 }
 
 

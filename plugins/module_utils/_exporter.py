@@ -2,31 +2,52 @@
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to the accelops.gpu collection: the GPU exporter. One scrape reads the node's GPUs the way gpu_facts does
-(its collector, one NVML session per scrape, the health verdict included) and renders them with _metrics; the same
-text is served over HTTP for Prometheus (GET /metrics) or written atomically as a textfile for node_exporter's
-textfile collector.
+(its collector, one NVML session per scrape, the health verdict included) as prometheus_client metric families (a
+Collector), rendered by prometheus_client's generate_latest; the same text is served over HTTP or HTTPS for
+Prometheus (GET /metrics; TLS and basic authentication from a web configuration file in the form of Prometheus'
+exporter toolkit) or written atomically as a textfile for node_exporter's textfile collector.
 
 A scrape never fails: whatever goes wrong (NVML missing, the driver not loaded, a GPU lost, an exception in the
 reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporter_error_info, with the health verdict
 "unknown", not as a crash or an empty page.
 
-Usage (on the node, with pynvml importable): python -m ...module_utils._exporter [--listen HOST:PORT | --textfile
-PATH [--interval SECONDS]] [--hostname NAME] [--sysfs-root DIR]
+Usage (on the node, with pynvml and prometheus_client importable): python -m ...module_utils._exporter
+[--listen HOST:PORT [--web.config.file PATH] | --textfile PATH [--interval SECONDS]] [--hostname NAME]
+[--sysfs-root DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import concurrent.futures
 import ctypes
+import email.parser
+import hashlib
+import http
+import http.client
+import json
 import os
+import re
 import socket
+import ssl
 import sys
 import tempfile
 import threading
 import time
 
+try:
+    import bcrypt
+except ImportError:  # basic_auth_users say that they need it (WebConfig.parse)
+    bcrypt = None
+try:
+    from prometheus_client import CollectorRegistry
+except ImportError:  # main() says that the exporter needs it
+    CollectorRegistry = None
+
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
-from ansible_collections.accelops.gpu.plugins.module_utils._metrics import CONTENT_TYPE, Exposition, exposition
+from ansible_collections.accelops.gpu.plugins.module_utils._metrics import CONTENT_TYPE, collect, render
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError, NvmlSession
 
 # Everything the series need, the PCI bus included (the health verdict sees a GPU that NVML no longer lists); not the
@@ -171,44 +192,76 @@ def _lock_of(watcher):
     return watcher.lock if watcher is not None else threading.Lock()
 
 
-def _scrape_with(lock, hostname, sysfs_root, lib, watcher):
-    """One scrape under the lock, with the watcher's XID counts where one watches; whatever raises on the way is the
-    error page, never an empty answer or a dropped connection."""
+def _read_with(lock, hostname, sysfs_root, lib, watcher):
+    """One reading under the lock, with the watcher's XID counts where one watches, as metric families; whatever
+    raises on the way is the error page, never an empty answer or a dropped connection."""
     try:
         with lock:
-            return scrape(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+            return read(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
         return failed(hostname, "%s: %s" % (type(exc).__name__, exc))
 
 
-def scrape(hostname, sysfs_root="/sys", lib=None, xid=None):
-    """One reading of the node as exposition text, with how long it took and how many NVML calls it made; with xid
-    (an XidWatcher's state()), the XID errors it counted."""
+def _scrape_with(lock, hostname, sysfs_root, lib, watcher):
+    """_read_with as exposition text."""
+    return render(_read_with(lock, hostname, sysfs_root, lib, watcher))
+
+
+def read(hostname, sysfs_root="/sys", lib=None, xid=None):
+    """One reading of the node as metric families (prometheus_client's), with how long it took and how many NVML
+    calls it made; with xid (an XidWatcher's state()), the XID errors it counted."""
     start = time.monotonic()
     session = NvmlSession(lib)
     try:
         with session:
             facts = GpuFactsCollector(session, resolve_subsets(list(SUBSETS)), sysfs_root).collect()
-        text = exposition(facts, hostname, xid)
+        out = collect(facts, hostname, xid)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
-        text = failed(hostname, "%s: %s" % (type(exc).__name__, exc))
-    out = Exposition()
+        out = _failed(hostname, "%s: %s" % (type(exc).__name__, exc))
     out.add("accelops_gpu_scrape_duration_seconds", "gauge", "How long this reading of the GPUs took.",
             [("Hostname", hostname)], round(time.monotonic() - start, 6))
     out.add("accelops_gpu_scrape_nvml_calls", "gauge", "NVML calls this reading of the GPUs made.",
             [("Hostname", hostname)], session.calls)
-    return text + out.text()
+    return out.families()
+
+
+def scrape(hostname, sysfs_root="/sys", lib=None, xid=None):
+    """One reading of the node as exposition text (see read)."""
+    return render(read(hostname, sysfs_root, lib, xid))
+
+
+def _failed(hostname, error):
+    facts = {"nvml_available": False, "driver_loaded": False, "reason": "the exporter could not read the GPUs",
+             "health": {"status": "unknown", "findings": []}, "errors": []}
+    out = collect(facts, hostname)
+    out.add("accelops_gpu_exporter_error_info", "gauge", "What went wrong in this reading (always 1).",
+            [("Hostname", hostname), ("error", error[:500])], 1)
+    return out
 
 
 def failed(hostname, error):
-    """The text of a reading that raised: NVML counts as down, the verdict unknown, and the error said."""
-    facts = {"nvml_available": False, "driver_loaded": False, "reason": "the exporter could not read the GPUs",
-             "health": {"status": "unknown", "findings": []}, "errors": []}
-    text = exposition(facts, hostname)
-    out = Exposition()
-    out.add("accelops_gpu_exporter_error_info", "gauge", "What went wrong in this reading (always 1).",
-            [("Hostname", hostname), ("error", error[:500])], 1)
-    return text + out.text()
+    """The families of a reading that raised: NVML counts as down, the verdict unknown, and the error said."""
+    return _failed(hostname, error).families()
+
+
+class GpuCollector:
+    """A prometheus_client Collector: each collect() is one reading of the GPUs (one NVML session, under the lock
+    that the XID watcher shares), or the reading of another request younger than FRESH_S (requests that queued behind
+    one share it)."""
+
+    def __init__(self, hostname, sysfs_root="/sys", lib=None, watcher=None):
+        self.hostname, self.sysfs_root, self.lib, self.watcher = hostname, sysfs_root, lib, watcher
+        self.lock = _lock_of(watcher)
+        self._fresh = threading.Lock()
+        self._at = None
+        self._families = None
+
+    def collect(self):
+        with self._fresh:
+            if self._at is None or time.monotonic() - self._at >= FRESH_S:
+                self._families = _read_with(self.lock, self.hostname, self.sysfs_root, self.lib, self.watcher)
+                self._at = time.monotonic()
+            return list(self._families)
 
 
 def write_textfile(path, text):
@@ -291,73 +344,309 @@ def _ipv6_works():
         return False
 
 
-def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=None):
-    """An HTTP server (not yet serving) whose /metrics is one scrape per request, one at a time; with a watcher (an
-    XidWatcher, whose lock the scrapes share), its XID counts in every scrape."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class WebConfigError(ValueError):
+    """A web configuration file that cannot be used, and why."""
 
-    lock = _lock_of(watcher)
-    # Requests at once beyond this get 503 at once, not a thread that waits for the lock; a reading younger than
-    # FRESH_S answers the requests that queued behind it.
-    slots = threading.BoundedSemaphore(MAX_REQUESTS)
-    latest = {"at": None, "text": None}
 
-    fresh = threading.Lock()
+# bcrypt's modular crypt form, as htpasswd -B and Python's bcrypt write it.
+BCRYPT_HASH = re.compile(r"\A\$2[aby]?\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}\Z")
+WEB_CONFIG_MAX_BYTES = 1 << 16
 
-    def reading():
-        with fresh:
-            if latest["at"] is None or time.monotonic() - latest["at"] >= FRESH_S:
-                latest["text"] = _scrape_with(lock, hostname, sysfs_root, lib, watcher)
-                latest["at"] = time.monotonic()
-            return latest["text"]
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "accelops-gpu-exporter"
-        timeout = REQUEST_TIMEOUT_S  # a client that sends nothing is dropped, not kept
+class WebConfig:
+    """The exporter's web configuration file, in the form of Prometheus' exporter toolkit (--web.config.file):
 
-        def do_GET(self, head=False):  # the name http.server calls
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                if not slots.acquire(blocking=False):
-                    self._reply(503, "text/plain; charset=utf-8", b"busy: too many scrapes at once\n", head)
-                    return
-                try:
-                    body = reading().encode("utf-8", errors="replace")
-                finally:
-                    slots.release()
-                self._reply(200, CONTENT_TYPE, body, head)
-            elif path == "/":
-                self._reply(200, "text/plain; charset=utf-8", b"accelops.gpu GPU exporter: /metrics\n", head)
-            else:
-                self._reply(404, "text/plain; charset=utf-8", b"not found: only /metrics\n", head)
+        {"tls_server_config": {"cert_file": "/etc/.../tls.crt", "key_file": "/etc/.../tls.key"},
+         "basic_auth_users": {"prometheus": "$2b$12$..."}}
 
-        def do_HEAD(self):  # the name http.server calls
-            self.do_GET(head=True)
+    written as JSON (YAML's JSON form: the toolkit reads the same file), with # comment lines before it; either part
+    may be left out. TLS is 1.2 or
+    later, as the toolkit's default. A relative path is taken from the file's directory, as the toolkit does. A key
+    that the toolkit knows and this exporter does not (client certificates, cipher suites, HTTP headers) is refused,
+    not ignored: a file that asks for more protection than it gets must not start an open exporter."""
 
-        def _reply(self, code, content_type, body, head):
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if not head:
-                self.wfile.write(body)
+    def __init__(self, ssl_context=None, users=None):
+        self.ssl_context = ssl_context
+        self.users = dict(users or {})
+        self._checked = {}  # digest of name, hash and password -> True (bcrypt costs tens of ms; a scrape repeats)
+        self._checked_lock = threading.Lock()
 
-        def log_message(self, *args):  # a scrape every few seconds is not news
-            pass
+    @classmethod
+    def load(cls, path):
+        where = "--web.config.file %s" % path
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read(WEB_CONFIG_MAX_BYTES + 1)
+        except OSError as exc:
+            raise WebConfigError("%s: %s" % (where, exc.strerror or exc)) from None
+        if len(raw) > WEB_CONFIG_MAX_BYTES:
+            raise WebConfigError("%s: larger than %d bytes" % (where, WEB_CONFIG_MAX_BYTES))
+        try:
+            # Whole lines that start with # are YAML's comments (the role's header); JSON has none of its own.
+            text = "\n".join(line for line in raw.decode("utf-8").splitlines() if not line.lstrip().startswith("#"))
+            data = json.loads(text) if text.strip() else {}
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise WebConfigError("%s: not JSON (YAML's JSON form, which the role writes): %s" % (where, exc)) from None
+        return cls.parse(data, os.path.dirname(os.path.abspath(path)), where)
 
+    @classmethod
+    def parse(cls, data, base, where="the web configuration"):
+        if not isinstance(data, dict):
+            raise WebConfigError("%s: must be a mapping, got %s" % (where, type(data).__name__))
+        unknown = sorted(set(data) - {"tls_server_config", "basic_auth_users"})
+        if unknown:
+            raise WebConfigError("%s: unknown or unsupported keys %s (this exporter knows tls_server_config with "
+                                 "cert_file and key_file, and basic_auth_users)" % (where, ", ".join(unknown)))
+        tls = data.get("tls_server_config") or {}
+        users = data.get("basic_auth_users") or {}
+        if not isinstance(tls, dict) or sorted(set(tls) - {"cert_file", "key_file"}):
+            raise WebConfigError("%s: tls_server_config takes cert_file and key_file only, got %s"
+                                 % (where, json.dumps(tls if not isinstance(tls, dict) else sorted(tls))))
+        context = None
+        if tls:
+            files = [tls.get("cert_file"), tls.get("key_file")]
+            if not all(isinstance(item, str) and item and _one_line(item) for item in files):
+                raise WebConfigError("%s: tls_server_config needs cert_file and key_file, each a path on one line"
+                                     % where)
+            cert_file, key_file = (os.path.join(base, item) for item in files)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            try:
+                context.load_cert_chain(cert_file, key_file)
+            except (OSError, ssl.SSLError) as exc:
+                raise WebConfigError("%s: cannot load the certificate %s with its key %s: %s"
+                                     % (where, cert_file, key_file, exc.strerror or exc)) from None
+        if not isinstance(users, dict):
+            raise WebConfigError("%s: basic_auth_users must map user names to bcrypt hashes" % where)
+        for name, hashed in users.items():
+            if not name or ":" in name or not _one_line(name):
+                raise WebConfigError("%s: basic_auth_users: %r is not a user name (one line, no colon)" % (where, name))
+            if not isinstance(hashed, str) or not BCRYPT_HASH.match(hashed):
+                raise WebConfigError("%s: basic_auth_users.%s must be a bcrypt hash ($2b$12$ and 53 characters), not "
+                                     "a password" % (where, name))
+        if users and bcrypt is None:
+            raise WebConfigError("%s: basic_auth_users needs the Python package bcrypt in the exporter's environment"
+                                 % where)
+        return cls(context, users)
+
+    def authorized(self, header):
+        """Whether an Authorization header names a user of the file with its password; always true without users.
+        An unknown user costs a bcrypt check too (no hint of which names exist); a right answer is remembered."""
+        if not self.users:
+            return True
+        scheme, _sep, token = (header or "").partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            name, sep, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        if not sep:
+            return False
+        hashed = self.users.get(name)
+        key = hashlib.sha256(b"\0".join(part.encode("utf-8") for part in (name, hashed or "", password))).digest()
+        with self._checked_lock:
+            if hashed is not None and self._checked.get(key):
+                return True
+        try:
+            good = bcrypt.checkpw(password.encode("utf-8"), (hashed or DUMMY_HASH).encode("ascii"))
+        except ValueError:  # bcrypt refuses a password longer than 72 bytes
+            good = False
+        if good and hashed is not None:
+            with self._checked_lock:
+                if len(self._checked) >= 64:
+                    self._checked.clear()
+                self._checked[key] = True
+            return True
+        return False
+
+
+# Checked against when the user is unknown, so that an unknown name takes as long as a wrong password.
+DUMMY_HASH = "$2b$12$" + "e" * 53
+
+
+def _one_line(value):
+    return isinstance(value, str) and not any(c in value for c in "\n\r\0") and _utf8(value)
+
+
+# Why not prometheus_client's start_http_server (measured, prometheus_client 0.26.0): its TLS wraps the listening
+# socket, so the handshake runs in the thread that accepts: one client that connects and sends nothing stopped every
+# scrape (a urllib scrape with a 5 s timeout failed until that client closed; 6 ms alone). Its server also starts a
+# thread per connection without limit or timeout, and has no basic authentication; make_wsgi_app answers Prometheus'
+# Accept header with OpenMetrics, where counters must end in _total and dcgm-exporter's names do not. So the HTTP side
+# is asyncio's (TLS handshakes, slow clients and many connections cost no thread) with prometheus_client's collector
+# and generate_latest for the text: at MAX_CONNECTIONS a new connection closes the oldest that has not sent its
+# request yet (else itself), the TLS handshake has REQUEST_TIMEOUT_S and the request then one deadline of as long from
+# its first byte to the answer's last (not a timeout per read), and readings and password checks run in MAX_REQUESTS
+# threads (more at once get 503).
+MAX_CONNECTIONS = 64
+MAX_HEADER_BYTES = 16384
+
+
+class ExporterServer:
+    """An HTTP(S) server (not yet serving) for /metrics: serve_forever() in one thread, shutdown() from another."""
+
+    def __init__(self, sock, registry, web=None, *, max_connections=None, deadline_s=None, max_requests=None):
+        self.socket = sock
+        self.server_address = sock.getsockname()
+        self.address_family = sock.family
+        self.registry = registry
+        self.web = web or WebConfig()
+        self.max_connections = max_connections or MAX_CONNECTIONS
+        self.deadline_s = deadline_s or REQUEST_TIMEOUT_S
+        self.max_requests = max_requests or MAX_REQUESTS
+        self.connections = 0
+        self.requests = 0
+        self._waiting = {}  # transport -> True: the connections whose request has not come yet, oldest first
+        self._loop = None
+        self._stop = None
+        self._stopped = threading.Event()
+        self._pool = None
+
+    def serve_forever(self):
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self._stopped.set()
+
+    def shutdown(self):
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None:
+            try:
+                loop.call_soon_threadsafe(stop.set)
+            except RuntimeError:  # the loop has ended already
+                pass
+            self._stopped.wait(30)
+
+    def server_close(self):
+        self.socket.close()
+
+    async def _serve(self):
+        self._loop = asyncio.get_running_loop()
+        self._loop.set_exception_handler(_quiet)
+        self._stop = asyncio.Event()
+        self._pool = concurrent.futures.ThreadPoolExecutor(self.max_requests, thread_name_prefix="scrape")
+        tls = {"ssl": self.web.ssl_context, "ssl_handshake_timeout": self.deadline_s} if self.web.ssl_context else {}
+        server = await asyncio.start_server(self._connection, sock=self.socket, limit=MAX_HEADER_BYTES,
+                                            backlog=self.max_connections, **tls)
+        try:
+            await self._stop.wait()
+        finally:
+            server.close()
+            self._pool.shutdown(wait=False)
+
+    async def _connection(self, reader, writer):
+        """One request on one connection, whatever the client does: it sends its request and reads the answer within
+        the deadline, or the connection is closed; a client that goes away is no news. At MAX_CONNECTIONS, a new
+        connection closes the oldest one still waiting for its request (a scraper sends its request at once: what
+        waits is a slow client), else it is closed itself."""
+        if self.connections >= self.max_connections:
+            if not self._waiting:
+                writer.transport.abort()
+                return
+            oldest = next(iter(self._waiting))
+            del self._waiting[oldest]
+            oldest.abort()
+        self.connections += 1
+        try:
+            await asyncio.wait_for(self._request(reader, writer), self.deadline_s)
+        except (asyncio.TimeoutError, OSError, EOFError, ValueError, asyncio.IncompleteReadError,
+                asyncio.LimitOverrunError):
+            pass  # the client was too slow, went away or sent what is not HTTP: nothing to say to it
+        except Exception as exc:  # pylint: disable=broad-except  # one request's failure never ends the server
+            sys.stderr.write("accelops-gpu-exporter: a request failed: %s: %s\n" % (type(exc).__name__, exc))
+        finally:
+            self.connections -= 1
+            self._waiting.pop(writer.transport, None)
+            writer.transport.abort()  # nothing left to send: an answer is closed by _reply, anything else is cut
+
+    async def _request(self, reader, writer):
+        self._waiting[writer.transport] = True  # in the order of arrival
+        head = await reader.readuntil(b"\r\n\r\n")
+        self._waiting.pop(writer.transport, None)
+        request_line, _sep, rest = head.decode("iso-8859-1").partition("\r\n")
+        parts = request_line.split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            await self._reply(writer, 400, b"bad request\n")
+            return
+        method, target, _version = parts
+        headers = email.parser.Parser(_class=http.client.HTTPMessage).parsestr(rest)
+        if method not in ("GET", "HEAD"):
+            await self._reply(writer, 405, b"only GET and HEAD\n", extra=[("Allow", "GET, HEAD")])
+            return
+        head_only = method == "HEAD"
+        path = target.split("?", 1)[0]
+        if self.web.users:
+            if self.requests >= self.max_requests:
+                await self._reply(writer, 503, b"busy: too many requests at once\n", head_only)
+                return
+            self.requests += 1
+            try:
+                good = await self._loop.run_in_executor(self._pool, self.web.authorized, headers.get("Authorization"))
+            finally:
+                self.requests -= 1
+            if not good:
+                await self._reply(writer, 401, b"Unauthorized\n", head_only,
+                                  extra=[("WWW-Authenticate", 'Basic realm="accelops-gpu-exporter"')])
+                return
+        if path == "/metrics":
+            if self.requests >= self.max_requests:
+                await self._reply(writer, 503, b"busy: too many scrapes at once\n", head_only)
+                return
+            self.requests += 1
+            try:
+                body = await self._loop.run_in_executor(self._pool, self._metrics)
+            finally:
+                self.requests -= 1
+            await self._reply(writer, 200, body, head_only, content_type=CONTENT_TYPE)
+        elif path == "/":
+            await self._reply(writer, 200, b"accelops.gpu GPU exporter: /metrics\n", head_only)
+        else:
+            await self._reply(writer, 404, b"not found: only /metrics\n", head_only)
+
+    def _metrics(self):
+        return render(list(self.registry.collect())).encode("utf-8")
+
+    async def _reply(self, writer, code, body, head_only=False, *, content_type="text/plain; charset=utf-8", extra=()):
+        lines = ["HTTP/1.1 %d %s" % (code, http.HTTPStatus(code).phrase), "Server: accelops-gpu-exporter",
+                 "Content-Type: %s" % content_type, "Content-Length: %d" % len(body), "Connection: close",
+                 *("%s: %s" % pair for pair in extra)]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + (b"" if head_only else body))
+        # Every byte out before the connection closes (drain alone leaves up to 64 KiB in the buffer, which an abort
+        # would drop), within the request's deadline like the rest.
+        writer.close()
+        await writer.wait_closed()
+
+
+def _quiet(loop, context):
+    """asyncio's handler of errors nobody awaited: one line on stderr, never a traceback (a client that went away in
+    the middle of a TLS handshake is not the exporter's fault)."""
+    exc = context.get("exception")
+    if isinstance(exc, (OSError, EOFError, asyncio.TimeoutError)):
+        return
+    sys.stderr.write("accelops-gpu-exporter: %s%s\n" % (context.get("message") or "error",
+                                                        ": %s: %s" % (type(exc).__name__, exc) if exc else ""))
+
+
+def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=None, web=None, **limits):
+    """An HTTP(S) server (not yet serving) whose /metrics is a reading (GpuCollector) per request; with a watcher (an
+    XidWatcher, whose lock the readings share), its XID counts in every scrape; with web (a WebConfig), TLS and basic
+    authentication."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GpuCollector(hostname, sysfs_root, lib, watcher))
     family, address = _bind_family(host, port)
-
-    class Server(ThreadingHTTPServer):
-        address_family = family
-        daemon_threads = True
-
-        def server_bind(self):
-            if family == socket.AF_INET6 and not host:
-                # Every address: IPv4 too, as IPv4-mapped addresses, whatever the system's bindv6only says.
-                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            super().server_bind()
-
-    return Server((address, port), Handler)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and not host:
+            # Every address: IPv4 too, as IPv4-mapped addresses, whatever the system's bindv6only says.
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((address, port))
+        sock.listen(limits.get("max_connections") or MAX_CONNECTIONS)
+    except BaseException:
+        sock.close()
+        raise
+    return ExporterServer(sock, registry, web, **limits)
 
 
 def _utf8(value):
@@ -378,13 +667,22 @@ def main(argv=None, lib=None):
     parser.add_argument("--hostname", default=socket.gethostname(), help="the Hostname label (default: this host)")
     parser.add_argument("--sysfs-root", default="/sys")
     parser.add_argument("--no-xid", action="store_true", help="do not watch NVML's events for XID errors")
+    parser.add_argument("--web.config.file", dest="web_config_file", metavar="PATH",
+                        help="with --listen: TLS and basic authentication, as Prometheus' exporter toolkit reads them")
     args = parser.parse_args(argv)
+    if CollectorRegistry is None:
+        sys.stderr.write("accelops-gpu-exporter: needs the Python package prometheus_client in its environment (%s)\n"
+                         % sys.executable)
+        return 1
     if not args.hostname or any(c in args.hostname for c in "\n\r\0") or not _utf8(args.hostname):
         parser.error("--hostname must be one line of UTF-8 text")
     if not args.sysfs_root or any(c in args.sysfs_root for c in "\n\r\0") or not _utf8(args.sysfs_root):
         parser.error("--sysfs-root must be one line of UTF-8 text")
     if args.interval and not (args.textfile and 1 <= args.interval <= 3600):
         parser.error("--interval goes with --textfile and is from 1 to 3600 seconds")
+    if args.web_config_file is not None and (args.textfile or not _one_line(args.web_config_file)
+                                             or not args.web_config_file):
+        parser.error("--web.config.file goes with --listen and is a path on one line")
     # A service watches XID events between its readings; one reading and exit has nothing to watch.
     watcher = None
     if not args.no_xid and (args.interval or not args.textfile):
@@ -399,8 +697,13 @@ def main(argv=None, lib=None):
             if watcher is not None:
                 watcher.stop()
     try:
+        web = WebConfig.load(args.web_config_file) if args.web_config_file else None
+    except WebConfigError as exc:
+        sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
+        return 1
+    try:
         host, port = parse_listen(args.listen)
-        server = make_server(host, port, args.hostname, args.sysfs_root, lib, watcher=watcher)
+        server = make_server(host, port, args.hostname, args.sysfs_root, lib, watcher=watcher, web=web)
     except (OSError, ValueError) as exc:
         sys.stderr.write("accelops-gpu-exporter: cannot listen on %s: %s\n" % (args.listen, exc))
         return 1

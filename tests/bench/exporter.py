@@ -81,7 +81,7 @@ def main():
     times.sort()
     results = {"fixture": args.fixture + (" doubled" if args.double else ""), "runs": args.runs,
                "median_ms": round(statistics.median(times), 2),
-               "p90_ms": round(times[int(len(times) * 0.9) - 1], 2), "nvml_calls": int(calls[0].split()[-1]),
+               "p90_ms": round(times[int(len(times) * 0.9) - 1], 2), "nvml_calls": int(float(calls[0].split()[-1])),
                "text_bytes": len(text.encode("utf-8")),
                "series": sum(1 for line in text.splitlines() if not line.startswith("#")),
                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}

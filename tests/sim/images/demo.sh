@@ -121,9 +121,10 @@ docker exec "$node" /opt/accelops-gpu/nvml/bin/python -c '
 import urllib.request
 text = urllib.request.urlopen("http://127.0.0.1:9400/metrics", timeout=30).read().decode()
 lines = [line for line in text.splitlines() if not line.startswith("#")]
-wanted = ("accelops_gpu_nvml_up", "accelops_gpu_count", "accelops_gpu_health_status", "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"",
-          "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"", "DCGM_FI_DEV_FB_USED{gpu=\"0\"", "accelops_gpu_scrape_duration")
-print("\n".join(line for line in lines if line.startswith(wanted)))
+node = ("accelops_gpu_nvml_up", "accelops_gpu_count", "accelops_gpu_health_status", "accelops_gpu_scrape_duration")
+gpu0 = ("DCGM_FI_DEV_GPU_TEMP{", "DCGM_FI_DEV_POWER_USAGE{", "DCGM_FI_DEV_FB_USED{")  # labels in name order: gpu anywhere
+print("\n".join(line for line in lines
+                if line.startswith(node) or (line.startswith(gpu0) and "gpu=\"0\"" in line and "GPU_I_ID" not in line)))
 print("(%d series in all)" % len(lines))
 ' | sed 's/^/  /'
 echo "== the fleet report: $root/build/demo-report/fleet.html (its data: fleet.json beside it)"

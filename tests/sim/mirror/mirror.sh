@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local package mirror that simulated nodes install from, served over HTTP on 127.0.0.1 only:
-#   build/mirror/wheels/   Python wheels (nvidia-ml-py), used as pip --find-links
+#   build/mirror/wheels/   Python wheels (nvidia-ml-py, prometheus_client, bcrypt), used as pip --find-links
 #   build/mirror/cuda/     the signed CUDA apt repositories (tests/sim/mirror/cudamirror/build.py), at /cuda/repos/<distro>/x86_64/
 # Usage: tests/sim/mirror/mirror.sh start|stop|url
 set -euo pipefail
@@ -12,14 +12,22 @@ pidfile="$root/build/mirror.pid"
 url="http://127.0.0.1:$port"
 python=${PYTHON:-python3}
 
+# The wheels of the nodes' NVML environment (nvml_python) and of the GPU exporter in it (gpu_monitoring), pinned as
+# requirements.txt pins them. bcrypt's manylinux wheel is abi3 (one wheel for every CPython from 3.9): the
+# nodes' Pythons (Debian 12's 3.11, Debian 13's 3.13) install the same file.
 fill() {
   mkdir -p "$mirror/wheels"
-  local version
-  version=$(sed -n 's/^nvidia-ml-py==//p' "$root/requirements.txt")
-  if ! ls "$mirror"/wheels/nvidia_ml_py-"$version"-*.whl >/dev/null 2>&1; then
-    "$python" -m pip download -q --no-deps --dest "$mirror/wheels" "nvidia-ml-py==$version" \
-      2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
-  fi
+  local name file version
+  for name in nvidia-ml-py prometheus_client bcrypt; do
+    file=${name//-/_}
+    version=$(sed -n "s/^$name==//p" "$root/requirements.txt")
+    [ -n "$version" ] || { echo "mirror: requirements.txt pins no $name" >&2; exit 1; }
+    if ! ls "$mirror"/wheels/"$file"-"$version"-*.whl >/dev/null 2>&1; then
+      "$python" -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+        --platform manylinux_2_28_x86_64 --python-version 3.11 --dest "$mirror/wheels" "$name==$version" \
+        2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+    fi
+  done
 }
 
 # Whether the server on the port serves this checkout's mirror: it must hand back this tree's token.

@@ -40,6 +40,8 @@ GOOD = [
     ("host_address", "gpu-a01.example.org"),
     ("host_address", "10.1.1.2"),
     ("host_address", "2001:db8::3"),
+    ("basic_auth_users", {}),
+    ("basic_auth_users", {"prometheus": "$2b$12$" + "A./z09" * 8 + "abcde", "ops@site": "$2y$10$" + "b" * 53}),
 ]
 
 
@@ -119,7 +121,18 @@ BAD = [
     ("unit_names", ["../../etc/x.service"], "nvidia_driver_module_params[0]: '../../etc/x.service' is not allowed"),
     ("unit_names", ["a..service"], "nvidia_driver_module_params[0]: 'a..service' is not allowed here"),
     ("unit_names", [".hidden.service"], "nvidia_driver_module_params[0]: '.hidden.service' is not allowed here"),
+    ("basic_auth_users", ["prometheus"], "must be a dict, got list"),
+    ("basic_auth_users", {"a:b": "$2b$12$" + "b" * 53}, "key 'a:b' is not allowed here; give a user name"),
+    ("basic_auth_users", {"a\nb": "$2b$12$" + "b" * 53}, "is not allowed here"),
+    ("basic_auth_users", {"prometheus": "$2b$12$" + "b" * 53 + "\n"}, "['prometheus']: is not a bcrypt hash"),
+    ("basic_auth_users", {"prometheus": "$2b$03$" + "b" * 53}, "is not a bcrypt hash"),
+    ("basic_auth_users", {"prometheus": None}, "give the hash of the password, such as htpasswd -nBC 12 prometheus"),
 ]
+
+
+def test_a_password_given_for_a_hash_is_never_shown():
+    problems = config_value_problems({"prometheus": "hunter2 secret"}, "basic_auth_users", "gpu_monitoring_x")
+    assert len(problems) == 1 and "hunter2" not in problems[0]
 
 
 @pytest.mark.parametrize("fmt, value, message", BAD, ids=[m[:40] for _f, _v, m in BAD])

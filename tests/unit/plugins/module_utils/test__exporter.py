@@ -3,8 +3,14 @@ served over HTTP on a loopback port and written as a node_exporter textfile; fai
 
 from __future__ import annotations
 
+import base64
+import datetime
+import http.client
+import ipaddress
+import json
 import os
 import socket
+import ssl
 import stat
 import threading
 import time
@@ -242,11 +248,11 @@ def test_a_scrape_that_raises_outside_the_reading_answers_the_error_page(nvml_fi
     nvml_fixture("dgx-h100")
     calls = []
 
-    def scrape(*args):
+    def read(*args):
         calls.append(args)
         raise MemoryError("out of memory") if len(calls) == 1 else RuntimeError("no session")
 
-    monkeypatch.setattr(_exporter, "scrape", scrape)
+    monkeypatch.setattr(_exporter, "read", read)
     text = _exporter._scrape_with(threading.Lock(), "node1", "/sys", None, None)
     families = parse(text)
     assert value(families, "accelops_gpu_nvml_up", Hostname="node1") == 0
@@ -361,20 +367,20 @@ def test_the_server_shows_the_watchers_counts(nvml_fixture, watcher):
 
 
 def test_the_server_bounds_what_clients_can_hold(nvml_fixture, monkeypatch):
-    """A client that sends nothing is dropped after the timeout; scrapes beyond the limit get 503 at once, and the
-    ones that queued share a reading younger than a second."""
+    """A client that sends nothing is dropped at the request's deadline; scrapes beyond the limit get 503 at once, and
+    the ones that queued share a reading younger than a second."""
     nvml_fixture("dgx-h100")
-    monkeypatch.setattr(_exporter, "REQUEST_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(_exporter, "REQUEST_TIMEOUT_S", 2)
     monkeypatch.setattr(_exporter, "MAX_REQUESTS", 1)
     calls = []
-    real = _exporter.scrape
+    real = _exporter.read
 
     def slow(*args):
         calls.append(1)
         time.sleep(0.5)
         return real(*args)
 
-    monkeypatch.setattr(_exporter, "scrape", slow)
+    monkeypatch.setattr(_exporter, "read", slow)
     httpd = _exporter.make_server("127.0.0.1", 0, "node1")
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -406,6 +412,78 @@ def test_the_server_bounds_what_clients_can_hold(nvml_fixture, monkeypatch):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_request_that_trickles_in_meets_one_deadline_not_one_per_read(nvml_fixture, monkeypatch):
+    """A byte every 0.2 s never lets a read time out; the whole request has 1 s, and the server closes it then."""
+    nvml_fixture("dgx-h100")
+    monkeypatch.setattr(_exporter, "REQUEST_TIMEOUT_S", 1.0)
+    httpd = _exporter.make_server("127.0.0.1", 0, "node1")
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = socket.create_connection(httpd.server_address[:2], timeout=5)
+        start = time.monotonic()
+        closed = False
+        for byte in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:  # 20 s of bytes at this pace
+            try:
+                client.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.2)
+            if time.monotonic() - start > 8:
+                break
+        if not closed:
+            client.settimeout(5)
+            try:
+                closed = client.recv(1) == b""
+            except OSError:
+                closed = True
+        client.close()
+        assert closed and time.monotonic() - start < 8
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_the_answer_is_prometheus_text_of_the_library(server):
+    """Whatever a client asks for in Accept (Prometheus asks for OpenMetrics first), the answer is the text format
+    0.0.4, in which dcgm-exporter's counters keep their names."""
+    request = urllib.request.Request(server + "/metrics", headers={
+        "Accept": "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.1",
+        "Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        assert reply.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+        assert reply.headers.get("Content-Encoding") is None
+        families = parse(reply.read().decode("utf-8"))
+    assert families["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"]["type"] == "counter"
+    assert reply.headers["Server"] == "accelops-gpu-exporter"
+
+
+def test_other_methods_and_garbage_are_refused_without_a_traceback(server, capfd):
+    host, port = server[len("http://"):].split(":")
+    for request, status in [(b"POST /metrics HTTP/1.1\r\n\r\n", b"405"), (b"BREW\r\n\r\n", b"400"),
+                            (b"\x16\x03\x01\x00\x05hello\r\n\r\n", b"400")]:
+        with socket.create_connection((host, int(port)), timeout=10) as client:
+            client.sendall(request)
+            assert client.recv(4096).split(b" ")[1] == status
+    # A client that asks and goes away before the answer: no trace of it.
+    for _round in range(5):
+        with socket.create_connection((host, int(port)), timeout=10) as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            client.sendall(b"GET /metrics HTTP/1.1\r\n\r\n")
+    # Their readings go on (more at once than MAX_REQUESTS get 503 meanwhile); then the server answers as before.
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(server + "/metrics", timeout=30) as reply:
+                assert reply.status == 200
+                break
+        except urllib.error.HTTPError as error:
+            assert error.code == 503 and time.monotonic() < deadline
+            time.sleep(0.1)
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_a_gpu_lost_after_its_xid_keeps_its_series_when_the_watch_restarts(nvml_fixture):
@@ -451,3 +529,205 @@ def test_a_second_start_does_not_start_a_second_watch(nvml_fixture):
         assert xid.starts == 1
     finally:
         xid.stop()
+
+
+# TLS and basic authentication from a web configuration file, as Prometheus' exporter toolkit reads it.
+
+PASSWORD = "s3cret scrape"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A certificate for 127.0.0.1 with its key, and a bcrypt hash of PASSWORD (cost 4: a test, not a site)."""
+    import bcrypt
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    where = tmp_path_factory.mktemp("pki")
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    (where / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (where / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()))
+    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()
+    return {"dir": where, "cert": str(where / "tls.crt"), "key": str(where / "tls.key"), "hash": hashed}
+
+
+def web_config(path, **data):
+    return _write(path, data)
+
+
+@pytest.fixture
+def secured(nvml_fixture, pki, tmp_path):
+    """The exporter over TLS with one user, and an SSL context that trusts its certificate."""
+    nvml_fixture("dgx-h100")
+    config = web_config(tmp_path / "web.yml", tls_server_config={"cert_file": pki["cert"], "key_file": "tls.key"},
+                        basic_auth_users={"prometheus": pki["hash"]})
+    # A relative key_file is read from the configuration's directory, as the toolkit does.
+    (tmp_path / "tls.key").write_bytes(open(pki["key"], "rb").read())
+    httpd = _exporter.make_server("127.0.0.1", 0, "node1", web=_exporter.WebConfig.load(config))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    context = ssl.create_default_context(cafile=pki["cert"])
+    yield httpd, "https://127.0.0.1:%d" % httpd.server_address[1], context
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _get(url, context, user=None, password=None, timeout=30):
+    request = urllib.request.Request(url)
+    if user is not None:
+        token = base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=timeout) as reply:
+            return reply.status, reply.headers, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def test_tls_and_basic_auth_let_the_user_in_and_no_one_else(secured):
+    _httpd, url, context = secured
+    status, _headers, body = _get(url + "/metrics", context, "prometheus", PASSWORD)
+    assert status == 200
+    assert value(parse(body.decode()), "accelops_gpu_count") == 8
+    # Again: the right answer is remembered (bcrypt's cost is paid once), and still checked.
+    assert _get(url + "/metrics", context, "prometheus", PASSWORD)[0] == 200
+    for user, password in [(None, None), ("prometheus", "wrong"), ("other", PASSWORD), ("prometheus", "x" * 100),
+                           ("prometheus", PASSWORD + "\0")]:
+        status, headers, body = _get(url + "/metrics", context, user, password)
+        assert status == 401, (user, password)
+        assert headers["WWW-Authenticate"] == 'Basic realm="accelops-gpu-exporter"'
+        assert b"accelops_gpu" not in body
+    assert _get(url + "/", context)[0] == 401
+    # Plain HTTP on the TLS port gets nothing.
+    with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+        urllib.request.urlopen(url.replace("https:", "http:") + "/metrics", timeout=10).read()
+
+
+def test_scrapes_answer_while_many_slow_clients_are_connected(secured, capfd):
+    """Clients that connect and say nothing (in the TLS handshake) and clients that send half a request hold neither a
+    thread nor the exporter: a scrape still answers within its deadline. At most MAX_CONNECTIONS wait for their
+    request; the oldest of them makes room."""
+    httpd, url, context = secured
+    httpd.max_connections = 8
+    port = httpd.server_address[1]
+    silent, halfway = [], []
+    try:
+        for _n in range(30):
+            silent.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        for _n in range(30):
+            sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                                       server_hostname="127.0.0.1")
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            halfway.append(sock)
+        for _round in range(3):
+            status, _headers, body = _get(url + "/metrics", context, "prometheus", PASSWORD, timeout=10)
+            assert status == 200
+            assert value(parse(body.decode()), "accelops_gpu_count") == 8
+        assert httpd.connections <= 8 + 1
+    finally:
+        # They go away at once, some with a reset: no trace of them in the log.
+        for number, sock in enumerate(silent + halfway):
+            try:
+                if number % 2:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                sock.close()
+            except (OSError, ssl.SSLError):
+                pass
+    assert _get(url + "/metrics", context, "prometheus", PASSWORD, timeout=10)[0] == 200
+    assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "must be a mapping"),
+    ({"tls_server_config": {"cert_file": "a", "key_file": "b"}, "http_server_config": {}},
+     "unknown or unsupported keys http_server_config"),
+    ({"tls_server_config": {"cert_file": "a", "key_file": "b", "client_ca_file": "c"}},
+     "tls_server_config takes cert_file and key_file only"),
+    ({"tls_server_config": {"cert_file": "a"}}, "tls_server_config needs cert_file and key_file"),
+    ({"tls_server_config": {"cert_file": "a\nb", "key_file": "b"}}, "each a path on one line"),
+    ({"tls_server_config": {"cert_file": "missing.crt", "key_file": "missing.key"}}, "cannot load the certificate"),
+    ({"basic_auth_users": ["prometheus"]}, "basic_auth_users must map user names to bcrypt hashes"),
+    ({"basic_auth_users": {"prometheus": "plain password"}}, "basic_auth_users.prometheus must be a bcrypt hash"),
+    ({"basic_auth_users": {"a:b": "$2b$12$" + "a" * 53}}, "is not a user name"),
+    ({"basic_auth_users": {"a\nb": "$2b$12$" + "a" * 53}}, "is not a user name"),
+])
+def test_a_web_configuration_that_cannot_be_used_is_refused(data, message, tmp_path):
+    with pytest.raises(_exporter.WebConfigError, match=message):
+        _exporter.WebConfig.load(_write(tmp_path / "web.yml", data))
+
+
+def _write(path, data):
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_main_says_why_the_web_configuration_is_refused(tmp_path, capsys):
+    (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: a\n")
+    assert _exporter.main(["--listen", "127.0.0.1:0", "--web.config.file", str(tmp_path / "web.yml"), "--no-xid"]) == 1
+    assert "not JSON (YAML's JSON form, which the role writes)" in capsys.readouterr().err
+    assert _exporter.main(["--listen", "127.0.0.1:0", "--web.config.file", str(tmp_path / "none.yml")]) == 1
+    assert "No such file or directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _exporter.main(["--textfile", "x.prom", "--web.config.file", str(tmp_path / "web.yml")])
+    assert "--web.config.file goes with --listen" in capsys.readouterr().err
+
+
+def test_an_empty_web_configuration_serves_plain_http(nvml_fixture, tmp_path):
+    nvml_fixture("dgx-h100")
+    (tmp_path / "web.yml").write_text("{}")
+    web = _exporter.WebConfig.load(str(tmp_path / "web.yml"))
+    assert web.ssl_context is None and web.users == {} and web.authorized(None)
+
+
+def test_the_roles_web_configuration_with_its_comment_header_is_read(pki, tmp_path):
+    (tmp_path / "web.yml").write_text("#\n# Ansible managed\n#\n# The GPU exporter's TLS\n%s\n" % json.dumps(
+        {"basic_auth_users": {"prometheus": pki["hash"]},
+         "tls_server_config": {"cert_file": pki["cert"], "key_file": pki["key"]}}, indent=2))
+    web = _exporter.WebConfig.load(str(tmp_path / "web.yml"))
+    assert web.ssl_context is not None and list(web.users) == ["prometheus"]
+    token = base64.b64encode(("prometheus:" + PASSWORD).encode()).decode()
+    assert web.authorized("Basic " + token) and not web.authorized("Bearer " + token)
+
+
+def test_a_client_that_reads_slowly_gets_the_whole_answer(nvml_fixture):
+    """Small buffers on both sides: most of the answer waits in the server's own buffer, and still comes out whole
+    before the connection closes."""
+    nvml_fixture("dgx-h100")
+    httpd = _exporter.make_server("127.0.0.1", 0, "node1")
+    httpd.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # the connections' too
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.settimeout(20)
+    try:
+        client.connect(httpd.server_address[:2])
+        client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.5)
+        received = b""
+        while True:
+            chunk = client.recv(2048)
+            if not chunk:
+                break
+            received += chunk
+            time.sleep(0.001)
+    finally:
+        client.close()
+        httpd.shutdown()
+        httpd.server_close()
+    head, _sep, body = received.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.startswith(b"Content-Length:"))
+    assert length > 80000 and len(body) == length
+    assert value(parse(body.decode()), "accelops_gpu_count") == 8

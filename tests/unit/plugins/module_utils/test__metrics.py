@@ -10,7 +10,6 @@ from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import Gpu
 from ansible_collections.accelops.gpu.plugins.module_utils._metrics import (
     GPU_FAMILIES,
     Exposition,
-    escape,
     exposition,
     nvml_bus_id,
 )
@@ -125,11 +124,32 @@ def test_a_node_without_gpus_says_so(scrape):
 
 
 def test_label_values_are_escaped():
-    assert escape('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
     out = Exposition()
-    out.add("x_total", "counter", "help with \\ and\nnewline", [("l", 'q"\n')], 3)
-    assert out.text() == '# HELP x_total help with \\\\ and\\nnewline\n# TYPE x_total counter\nx_total{l="q\\"\\n"} 3\n'
-    parse(out.text())
+    out.add("x_total", "counter", "help with \\ and\nnewline", [("l", 'q"\n\\')], 3)
+    assert out.text() == ('# HELP x_total help with \\\\ and\\nnewline\n# TYPE x_total counter\n'
+                          'x_total{l="q\\"\\n\\\\"} 3.0\n')
+    assert parse(out.text())["x_total"]["samples"] == [({"l": 'q"\n\\'}, 3.0)]
+
+
+def test_text_utf8_cannot_hold_is_replaced_not_a_failed_scrape():
+    out = Exposition()
+    out.add("a", "gauge", "h", [("reason", "bad \udcff byte")], 1)
+    assert value(parse(out.text()), "a", reason="bad ? byte") == 1
+
+
+def test_dcgm_exporters_counters_keep_their_names():
+    """prometheus_client writes a counter's HELP and TYPE as NAME_total; dcgm-exporter's counters have no _total, and
+    their HELP and TYPE lines name the samples' name as dcgm-exporter writes them (empty families too)."""
+    out = Exposition()
+    out.add("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "h", [("gpu", 0)], 2)
+    out.declare("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "e")
+    out.add("accelops_gpu_xid_errors_total", "counter", "x", [("gpu", 0)], 1)
+    assert out.text() == (
+        "# HELP DCGM_FI_DEV_ECC_DBE_VOL_TOTAL h\n# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter\n"
+        'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="0"} 2.0\n'
+        "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION e\n# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+        '# HELP accelops_gpu_xid_errors_total x\n# TYPE accelops_gpu_xid_errors_total counter\n'
+        'accelops_gpu_xid_errors_total{gpu="0"} 1.0\n')
 
 
 @pytest.mark.parametrize("bus_id, nvml", [
@@ -144,7 +164,7 @@ def test_nvml_bus_id(bus_id, nvml):
 def test_values_must_be_numbers():
     out = Exposition()
     out.add("a", "gauge", "h", [], None)
-    assert out.text() == "\n"
+    assert out.text() == ""
     out.add("a", "gauge", "h", [], float("nan"))
     out.add("b", "gauge", "h", [], 2.5)
     assert out.text() == "# HELP a h\n# TYPE a gauge\na NaN\n# HELP b h\n# TYPE b gauge\nb 2.5\n"
@@ -160,7 +180,7 @@ def test_a_series_is_never_written_twice():
     out.add("a", "gauge", "h", [("gpu", 0)], 1)
     out.add("a", "gauge", "h", [("gpu", "0")], 2)
     out.add("a", "gauge", "h", [("gpu", 1)], 3)
-    assert out.text() == '# HELP a h\n# TYPE a gauge\na{gpu="0"} 1\na{gpu="1"} 3\n'
+    assert out.text() == '# HELP a h\n# TYPE a gauge\na{gpu="0"} 1.0\na{gpu="1"} 3.0\n'
 
 
 @pytest.mark.parametrize("broken", [

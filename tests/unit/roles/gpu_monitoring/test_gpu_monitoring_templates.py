@@ -1,17 +1,22 @@
-"""gpu_monitoring's exporter unit and node_exporter's options, rendered by Ansible's own templating as the role renders
-them: the command line of each output, and the sandbox."""
+"""gpu_monitoring's exporter unit, its web configuration and node_exporter's options, rendered by Ansible's own
+templating as the role renders them: the command line of each output, the sandbox, TLS and the users."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import yaml
 from rolevars import Batch, role_files
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _exporter
 from simnode import ROOT
 
 ROLE = ROOT / "roles" / "gpu_monitoring"
 UNIT = (ROLE / "templates" / "accelops-gpu-exporter.service.j2").read_text()
 NODE_EXPORTER = (ROLE / "templates" / "prometheus-node-exporter.j2").read_text()
+WEB = (ROLE / "templates" / "web-config.yml.j2").read_text()
+HASH = "$2b$12$" + "K1bS0Lh6b2L0m4yq9U7pLe" + "x" * 31
 
 
 def unit_args():
@@ -28,9 +33,14 @@ CASES = {
     "groups": {"gpu_monitoring_groups": ["video", "render"]},
     "node_exporter": {"gpu_monitoring_output": "textfile", "gpu_monitoring_node_exporter": True,
                       "gpu_monitoring_node_exporter_listen": "127.0.0.1:19100"},
+    "tls": {"gpu_monitoring_tls_cert_file": "/etc/ssl/certs/node1.pem",
+            "gpu_monitoring_tls_key_file": "/etc/ssl/private/node1.key",
+            "gpu_monitoring_basic_auth_users": {"prometheus": HASH}},
 }
 KEYS = {name: BATCH.add(role_files("gpu_monitoring"), dict(variables, ansible_managed="Ansible managed"),
-                        [("unit", UNIT), ("node_exporter", NODE_EXPORTER)], {"__gpu_monitoring_args": unit_args()})
+                        [("unit", UNIT), ("node_exporter", NODE_EXPORTER), ("web", WEB),
+                         ("scheme", "{{ __gpu_monitoring_scheme }}"), ("auth", "{{ __gpu_monitoring_auth | bool }}")],
+                        {"__gpu_monitoring_args": unit_args()})
         for name, variables in CASES.items()}
 
 
@@ -41,7 +51,8 @@ def settings(text):
 def test_http_serves_on_the_listen_address():
     lines = settings(BATCH[KEYS["http"]]["unit"])
     assert ("ExecStart=/opt/accelops-gpu/nvml/bin/python -m "
-            "ansible_collections.accelops.gpu.plugins.module_utils._exporter --listen :9400") in lines
+            "ansible_collections.accelops.gpu.plugins.module_utils._exporter --listen :9400 "
+            "--web.config.file /etc/accelops-gpu-exporter/web-config.yml") in lines
     assert "User=accelops-gpu-exporter" in lines and "Group=accelops-gpu-exporter" in lines
     assert "Environment=PYTHONPATH=/usr/local/lib/accelops-gpu" in lines
     # Nothing to write: no path is writable.
@@ -79,3 +90,28 @@ def test_the_device_files_group_and_the_bounds():
     lines = settings(BATCH[KEYS["http"]]["unit"])
     assert not [line for line in lines if line.startswith("SupplementaryGroups=")]
     assert "MemoryMax=256M" in lines and "TasksMax=64" in lines
+
+
+def _web(name):
+    return json.loads("\n".join(line for line in BATCH[KEYS[name]]["web"].splitlines() if not line.startswith("#")))
+
+
+def test_the_web_configuration_is_the_exporter_toolkits():
+    """Plain HTTP open to all by default ({}); with TLS and users, the toolkit's keys, which the exporter reads."""
+    assert _web("http") == {}
+    assert BATCH[KEYS["http"]]["scheme"] == "http" and BATCH[KEYS["http"]]["auth"] is False
+    assert _web("tls") == {"tls_server_config": {"cert_file": "/etc/ssl/certs/node1.pem",
+                                                 "key_file": "/etc/ssl/private/node1.key"},
+                           "basic_auth_users": {"prometheus": HASH}}
+    assert BATCH[KEYS["tls"]]["scheme"] == "https" and BATCH[KEYS["tls"]]["auth"] is True
+    assert BATCH[KEYS["tls"]]["web"].startswith("#")
+
+
+def test_the_exporter_reads_the_roles_web_configuration(tmp_path):
+    path = tmp_path / "web-config.yml"
+    path.write_text(BATCH[KEYS["http"]]["web"] + "\n")
+    web = _exporter.WebConfig.load(str(path))
+    assert web.ssl_context is None and web.users == {}
+    path.write_text(BATCH[KEYS["tls"]]["web"] + "\n")
+    with pytest.raises(_exporter.WebConfigError, match=r"cannot load the certificate /etc/ssl/certs/node1\.pem"):
+        _exporter.WebConfig.load(str(path))
