@@ -1,7 +1,11 @@
 """Hostile values for the tests of inputs: lists nested deeper than Python's recursion limit, and integers of more
-digits than Python prints, built so that a linter's inference does not try to print them."""
+digits than Python prints, built so that a linter's inference does not try to print them; and a limit on what may
+block (a fifo, a stream)."""
 
 from __future__ import annotations
+
+import contextlib
+import signal
 
 
 def nested(depth):
@@ -18,3 +22,18 @@ def huge(digits=5000):
     for _unused in range(digits):
         value *= 10
     return value
+
+
+@contextlib.contextmanager
+def alarm(seconds):
+    """Fail, not hang, when what is inside blocks longer than seconds."""
+    def expired(_signum, _frame):
+        raise TimeoutError("blocked for %d s" % seconds)
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

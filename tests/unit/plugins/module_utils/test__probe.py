@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import os
-import signal
 
 import pytest
+from hostile import alarm
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _probe
 
@@ -163,21 +162,6 @@ def test_file_state(tmp_path):
     assert _probe.file_state(str(tmp_path / "link"))["checksum"] is None
     assert _probe.file_state(str(tmp_path / "missing")) == {"exists": False}
     assert _probe.file_state(str(tmp_path))["type"] == "directory"
-
-
-@contextlib.contextmanager
-def alarm(seconds):
-    """Fail, not hang, when what is inside blocks longer than seconds."""
-    def expired(_signum, _frame):
-        raise TimeoutError("blocked for %d s" % seconds)
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def test_a_fifo_put_in_place_of_a_file_is_not_waited_on(tmp_path, monkeypatch):

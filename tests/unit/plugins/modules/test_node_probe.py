@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 
 import pytest
+from hostile import alarm
 
 from ansible_collections.accelops.gpu.plugins.filter.signing_key_problems import signing_key_problems
 from ansible_collections.accelops.gpu.plugins.modules import node_probe
@@ -223,21 +222,6 @@ def test_a_key_file_that_is_not_a_small_regular_file_is_refused_not_skipped(modu
     assert rc == 0 and result["keyrings"] == {str(path): {"error": "%s %s" % (path, said)}}, result
     problems = signing_key_problems(result["keyrings"][str(path)], "A" * 40, source="The key file at URL")
     assert problems == ["The key file at URL was not read: %s %s" % (path, said)]
-
-
-@contextlib.contextmanager
-def alarm(seconds):
-    """Fail, not hang, when what is inside blocks longer than seconds."""
-    def expired(_signum, _frame):
-        raise TimeoutError("blocked for %d s" % seconds)
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def test_files_that_would_block_or_never_end_are_reported_not_read(module_result, tmp_path):
