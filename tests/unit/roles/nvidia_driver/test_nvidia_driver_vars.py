@@ -220,8 +220,8 @@ BUSY_BATCH = Batch()
 
 
 def busy_case(facts, allow=False):
-    return BUSY_BATCH.add([ROLE / "defaults" / "main.yml"], {"__nvidia_driver_gpus": {"nvidia": facts},
-                                                              "nvidia_driver_allow_busy": allow},
+    variables = {"__nvidia_driver_gpus": {"nvidia": facts}, "nvidia_driver_allow_busy": allow}
+    return BUSY_BATCH.add([ROLE / "defaults" / "main.yml"], variables,
                           [("ok", "{{ %s }}" % BUSY_CHECK["ansible.builtin.assert"]["that"]),
                            ("message", BUSY_CHECK["ansible.builtin.assert"]["fail_msg"])], BUSY_CHECK["vars"])
 
