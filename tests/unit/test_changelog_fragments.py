@@ -10,7 +10,8 @@ import yaml
 CHANGELOGS = Path(__file__).resolve().parents[2] / "changelogs"
 FRAGMENTS = sorted((CHANGELOGS / "fragments").glob("*.yml"))
 CONFIG = yaml.safe_load((CHANGELOGS / "config.yaml").read_text(encoding="utf-8"))
-SECTIONS = {name for name, _title in CONFIG["sections"]} | {CONFIG["prelude_section_name"], CONFIG["trivial_section_name"]}
+SECTIONS = {name for name, _title in CONFIG["sections"]}
+SECTIONS |= {CONFIG["prelude_section_name"], CONFIG["trivial_section_name"]}
 FIRST_RELEASE = not yaml.safe_load((CHANGELOGS / "changelog.yaml").read_text(encoding="utf-8"))["releases"]
 
 

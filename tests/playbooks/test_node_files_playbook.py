@@ -1,0 +1,183 @@
+"""accelops.gpu.node_files against ansible.builtin.template, copy and file on the same entries, on this machine (a
+local connection, two trees under a temporary directory): check mode says changed and writes nothing for both, the
+real run leaves the same files with the same modes, --diff shows the same text change, and a second run changes
+nothing for both. One node_files task does in one module run what the builtins do in one run per entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from simnode import ROOT, ansible_env, expose_collection
+
+expose_collection()
+
+ROLE_TEMPLATE = """# {{ ansible_managed }}
+{% for gpu in gpus %}
+gpu {{ gpu }} power {{ power }}
+{% endfor %}
+name={{ template_destpath | basename }}
+"""
+
+BUILTINS = """
+    - name: Builtin directory
+      ansible.builtin.file: {path: "{{ builtin }}/etc", state: directory, mode: "0750"}
+    - name: Builtin template
+      ansible.builtin.template: {src: settings.j2, dest: "{{ builtin }}/etc/settings.conf", mode: "0640"}
+    - name: Builtin copy of a file
+      ansible.builtin.copy: {src: apply.py, dest: "{{ builtin }}/apply", mode: "0755"}
+    - name: Builtin content
+      ansible.builtin.copy: {content: "inline\\n", dest: "{{ builtin }}/etc/inline", mode: "0600"}
+    - name: Builtin link
+      ansible.builtin.file: {src: "{{ builtin }}/apply", dest: "{{ builtin }}/apply-link", state: link, force: true}
+"""
+
+NODE_FILES = """
+    - name: node_files
+      accelops.gpu.node_files:
+        files:
+          - {dest: "{{ ours }}/etc", directory: true, mode: "0750"}
+          - {dest: "{{ ours }}/etc/settings.conf", template: settings.j2, mode: "0640"}
+          - {dest: "{{ ours }}/apply", file: apply.py, mode: "0755"}
+          - {dest: "{{ ours }}/etc/inline", content: "inline\\n", mode: "0600"}
+          - {dest: "{{ ours }}/apply-link", link: "{{ ours }}/apply"}
+      register: ours_result
+    - name: Show what node_files reported
+      ansible.builtin.debug: {msg: "NODE_FILES {{ ours_result | to_json }}"}
+"""
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    work = tmp_path_factory.mktemp("node_files")
+    (work / "templates").mkdir()
+    (work / "templates" / "settings.j2").write_text(ROLE_TEMPLATE)
+    (work / "files").mkdir()
+    (work / "files" / "apply.py").write_text("#!/usr/bin/python3\nprint('apply')\n")
+    (work / "builtin").mkdir()
+    (work / "ours").mkdir()
+    (work / "inventory.yml").write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+                                        "      ansible_python_interpreter: %s\n" % sys.executable)
+    for name, tasks in (("builtin", BUILTINS), ("ours", NODE_FILES)):
+        (work / ("%s.yml" % name)).write_text(
+            "- hosts: all\n  gather_facts: false\n  vars:\n    builtin: %s/builtin\n    ours: %s/ours\n"
+            "    gpus: [0, 1]\n  tasks:%s" % (work, work, tasks))
+    return work
+
+
+def play(work, name, *args, power=400):
+    out = subprocess.run(["ansible-playbook", "-i", str(work / "inventory.yml"), str(work / ("%s.yml" % name)),
+                          "-e", "power=%d" % power, *args],
+                         cwd=work, env=ansible_env(ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True,
+                         text=True, check=False, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    recap = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)", out.stdout)
+    return out.stdout, int(recap.group(2))
+
+
+def tree(root):
+    """Every path under root (relative), with its kind, mode, and content or link target (the link's own target
+    relative to root, so that two trees compare)."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            info = os.lstat(path)
+            relative = os.path.relpath(path, root)
+            if stat.S_ISLNK(info.st_mode):
+                found[relative] = ("link", os.path.relpath(os.readlink(path), root))
+            elif stat.S_ISDIR(info.st_mode):
+                found[relative] = ("directory", oct(stat.S_IMODE(info.st_mode)))
+            else:
+                with open(path, "rb") as handle:
+                    found[relative] = ("file", oct(stat.S_IMODE(info.st_mode)), handle.read())
+    return found
+
+
+def diff_lines(stdout):
+    """The +/- lines of the text diffs a run printed."""
+    return sorted(line for line in stdout.splitlines()
+                  if re.match(r"^[-+](?![-+]{2})", line) and "Ansible managed" not in line)
+
+
+def node_files_result(stdout):
+    return json.loads(re.search(r'"msg": "NODE_FILES (.*)"\n', stdout).group(1).encode().decode("unicode_escape"))
+
+
+def test_same_as_the_builtins(workdir):
+    """Check mode, the real run, the converged run and a changed template, each for both ways."""
+    # Check mode: both say changed and neither writes anything.
+    for name in ("builtin", "ours"):
+        _out, changed = play(workdir, name, "--check")
+        assert changed >= 1, name
+        assert tree(workdir / name) == {}, name
+    # The real run: the same tree.
+    _out, builtin_changed = play(workdir, "builtin")
+    out, ours_changed = play(workdir, "ours")
+    assert builtin_changed == 5 and ours_changed == 1
+    assert tree(workdir / "ours") == tree(workdir / "builtin")
+    assert tree(workdir / "ours")["etc/settings.conf"][2].decode().endswith("gpu 1 power 400\nname=settings.conf\n")
+    result = node_files_result(out)
+    assert result["changed_paths"] == ["%s/ours/%s" % (workdir, path)
+                                       for path in ("etc", "etc/settings.conf", "apply", "etc/inline", "apply-link")]
+    assert "invocation" not in result
+    # Converged: nothing changes, for either.
+    for name in ("builtin", "ours"):
+        _out, changed = play(workdir, name)
+        assert changed == 0, name
+    # A changed variable in check mode with --diff: the same text diff, and nothing written.
+    before = tree(workdir / "ours")
+    builtin_out, builtin_changed = play(workdir, "builtin", "--check", "--diff", power=500)
+    ours_out, ours_changed = play(workdir, "ours", "--check", "--diff", power=500)
+    assert builtin_changed == 1 and ours_changed == 1
+    assert diff_lines(ours_out) == diff_lines(builtin_out) != []
+    assert "+gpu 0 power 500" in diff_lines(ours_out)
+    assert tree(workdir / "ours") == before
+    assert node_files_result(ours_out)["changed_paths"] == ["%s/ours/etc/settings.conf" % workdir]
+    # Mode drift alone is put back, and named.
+    os.chmod(workdir / "ours" / "apply", 0o644)
+    out, changed = play(workdir, "ours")
+    assert changed == 1 and stat.S_IMODE(os.stat(workdir / "ours" / "apply").st_mode) == 0o755
+    assert node_files_result(out)["changed_paths"] == ["%s/ours/apply" % workdir]
+
+
+def test_bad_entry_changes_nothing(workdir, tmp_path):
+    """A bad entry late in the list fails the task with one message naming it, before the first is written."""
+    playbook = tmp_path / "bad.yml"
+    playbook.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - accelops.gpu.node_files:\n        files:\n"
+        "          - {dest: %s/first, content: x}\n          - {dest: %s/second, content: y, mode: 644}\n"
+        % (tmp_path, tmp_path))
+    out = subprocess.run(["ansible-playbook", "-i", str(workdir / "inventory.yml"), str(playbook)], cwd=workdir,
+                         env=ansible_env(), capture_output=True, text=True, check=False, timeout=120)
+    assert out.returncode == 2
+    assert "files[1] (%s/second).mode must be three or four octal digits" % tmp_path in out.stdout
+    assert not (tmp_path / "first").exists()
+
+
+def test_shipped_module_utils_import(workdir, tmp_path):
+    """A module_utils tree shipped by node_files imports in a plain Python with nothing but it on the path."""
+    playbook = tmp_path / "lib.yml"
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - accelops.gpu.node_files:\n"
+                        "        files:\n          - {dest: %s/lib, module_utils: [_gpu_config, _gpu_mig]}\n"
+                        % tmp_path)
+    out = subprocess.run(["ansible-playbook", "-i", str(workdir / "inventory.yml"), str(playbook)], cwd=workdir,
+                         env=ansible_env(), capture_output=True, text=True, check=False, timeout=120)
+    assert out.returncode == 0, out.stdout[-3000:]
+    shipped = sorted(os.listdir(tmp_path / "lib/ansible_collections/accelops/gpu/plugins/module_utils"))
+    assert shipped == ["_gpu_apply.py", "_gpu_config.py", "_gpu_mig.py", "_numbers.py", "_nvml.py"]
+    check = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); "
+                            "import ansible_collections.accelops.gpu.plugins.module_utils._gpu_config, "
+                            "ansible_collections.accelops.gpu.plugins.module_utils._gpu_mig; "
+                            "print(sorted(m for m in sys.modules if m.startswith('ansible')))" % str(tmp_path / "lib")],
+                           capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    assert "'ansible'" not in check.stdout and "ansible.module_utils" not in check.stdout
+    assert (ROOT / "plugins" / "module_utils" / "_gpu_config.py").read_bytes() == \
+        (tmp_path / "lib/ansible_collections/accelops/gpu/plugins/module_utils/_gpu_config.py").read_bytes()
