@@ -78,7 +78,9 @@ def plan(entries):
             raise FilesError("%s: named twice (each destination is declared once)" % path)
         kind = entry_kind(entry)
         parent = os.path.dirname(path)
-        if parent not in seen and not os.path.isdir(parent):
+        # A directory's missing parents are made with it (as ansible.builtin.file makes them); a file's or a link's
+        # directory must exist or be made by an earlier entry.
+        if kind != "directory" and parent not in seen and not os.path.isdir(parent):
             raise FilesError("%s: its directory %s does not exist; declare it as a directory entry before it"
                              % (path, parent))
         item = {"path": path, "kind": kind, "uid": owner_id(entry.get("owner"), path),
@@ -94,8 +96,19 @@ def plan(entries):
                 content = entry["content"]
                 item["data"] = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
         seen.add(path)
+        if kind == "directory":
+            seen.update(ancestors(path))
         planned.append(item)
     return planned
+
+
+def ancestors(path):
+    """Every directory above path, nearest first."""
+    found = []
+    while os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+        found.append(path)
+    return found
 
 
 def current(path):
@@ -225,7 +238,12 @@ def put(item, state):
     path = item["path"]
     if item["kind"] == "directory":
         if state is None:
-            os.mkdir(path, item["mode"])
+            missing = [parent for parent in ancestors(path) if not os.path.lexists(parent)]
+            for directory in [*reversed(missing), path]:
+                os.mkdir(directory, item["mode"])
+                os.chmod(directory, item["mode"])
+                _own(directory, item, follow=False)
+            return
         os.chmod(path, item["mode"], follow_symlinks=False)
         _own(path, item, follow=False)
         return

@@ -17,8 +17,8 @@ description:
     node costs one round trip for all of a role's files.
   - A file is written to a temporary file in its own directory and renamed over the old one, so that a reader never
     sees half of it. A directory or a link is made or corrected in place.
-  - Every entry is checked before anything is written (absolute and distinct destinations, parents that exist or
-    that an earlier entry creates, owners and groups that exist on the node, modes, nothing in the way such as a
+  - Every entry is checked before anything is written (absolute and distinct destinations, a file's or link's
+    directory that exists or that an earlier entry makes, owners and groups that exist on the node, modes, nothing in the way such as a
     directory where a file belongs). A write that fails part-way fails the task with the paths it had already
     changed in RV(changed_paths).
   - This is an action plugin with a module on the node. The node's side needs nothing beyond Python.
@@ -74,7 +74,8 @@ options:
         type: str
       directory:
         description:
-          - C(true) makes O(files[].dest) a directory (its parent must exist or come earlier in O(files)).
+          - C(true) makes O(files[].dest) a directory. Missing directories above it are made with it, with its mode
+            and owners, as M(ansible.builtin.file) makes them; a directory that exists keeps its own.
         type: bool
       link:
         description:

@@ -41,6 +41,18 @@ def test_apply_check_real_again(tmp_path):
     assert sorted(os.listdir(tmp_path / "etc")) == ["a.conf"]
 
 
+def test_a_directory_makes_its_parents(tmp_path):
+    wanted = [{"dest": str(tmp_path / "a" / "b" / "c"), "directory": True, "mode": "0750"},
+              {"dest": str(tmp_path / "a" / "b" / "file"), "content": "x", "mode": "0600"}]
+    changed, _diffs, _results = _files.apply(wanted, check_mode=True)
+    assert changed == [str(tmp_path / "a" / "b" / "c"), str(tmp_path / "a" / "b" / "file")]
+    assert os.listdir(tmp_path) == []
+    _files.apply(wanted)
+    assert [stat.S_IMODE(os.stat(tmp_path.joinpath(*parts)).st_mode) for parts in ("a", "ab", "abc")] == [0o750] * 3
+    assert (tmp_path / "a" / "b" / "file").read_text() == "x"
+    assert _files.apply(wanted)[0] == []
+
+
 def test_drift_is_put_back_and_named(tmp_path):
     _files.apply(entries(tmp_path))
     os.chmod(tmp_path / "etc" / "a.conf", 0o666)
