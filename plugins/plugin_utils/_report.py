@@ -10,7 +10,7 @@ import html
 import math
 import re
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _health, _ib, _numbers
+from ansible_collections.accelops.gpu.plugins.module_utils import _health, _numbers
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
 
 # Node and GPU statuses, best first. "unknown" (facts missing, incomplete, or the node not reached) is never "ok",
@@ -224,7 +224,7 @@ class ReportError(ValueError):
 
 def _natural(text):
     """Sort key that puts node2 before node10."""
-    return _ib.natural(str(text))
+    return _numbers.natural(str(text))
 
 
 def worst(statuses, default="ok"):

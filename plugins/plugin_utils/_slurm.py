@@ -11,8 +11,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import normalise_bus_id, ranges
-from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import normalise_bus_id, ranges, shown
 
 # Every rule below follows Slurm 24.11: src/plugins/gpu/nvml/gpu_nvml.c (_get_system_gpu_list_nvml, _handle_mig,
 # _nvml_get_nvlink_info), src/plugins/gpu/common/gpu_common.c, src/interfaces/gres.c (gres.conf parsing,
