@@ -11,7 +11,7 @@ import math
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _numbers
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
 
 # Node and GPU statuses, best first. "unknown" (facts missing, incomplete, or the node not reached) is never "ok",
 # and is better than a known fault.
@@ -212,7 +212,7 @@ HCA_FAMILIES = {"MT4119": "ConnectX-5", "MT4121": "ConnectX-5 Ex", "MT4123": "Co
                 "MT4129": "ConnectX-7", "MT4131": "ConnectX-8"}
 
 # Slurm node states that mean the node cannot take jobs (as scontrol prints them, and sinfo's short forms).
-SLURM_BAD_STATES = frozenset(_slurm.BAD_STATES) | {"FAILING", "FAILG", "UNK", "FUTR"}
+SLURM_BAD_STATES = frozenset(_slurm_nodes.BAD_STATES) | {"FAILING", "FAILG", "UNK", "FUTR"}
 
 # Node facts compared across the nodes of one GPU model: (field, label).
 NODE_VERSION_FIELDS = (("driver_version", "driver"), ("cuda_driver_version", "CUDA driver API"))
