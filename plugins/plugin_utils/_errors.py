@@ -7,5 +7,9 @@ AnsibleFilterError, apart from the code that raises them, so that a filter file 
 from __future__ import annotations
 
 
+class ReportError(ValueError):
+    """Input from which no report can be made; the message says which."""
+
+
 class SlurmError(ValueError):
     """Input from which Slurm's view of a node cannot be told; the message names the GPU or the field."""
