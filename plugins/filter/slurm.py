@@ -10,17 +10,16 @@ import base64
 import binascii
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import SlurmError
-from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import LazyModule, filter_errors
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
 
-# Imported at the first call of one of these filters, not with the file (see LazyModule).
-_slurm_conf = LazyModule("_slurm_conf")
-_slurm_nodes = LazyModule("_slurm_nodes")
-_slurm_allreduce = LazyModule("_slurm_allreduce")
+# Each filter imports its plugin_utils module inside the function, not with the file: Ansible's Jinja plugin loader
+# imports every filter file of the collection in every worker process at the first lookup of any filter, and a task
+# that asks none of these filters should not pay for the Slurm code (docs/performance.md).
 
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-    return filter_errors(name, _slurm_conf, "SlurmError")
+    return filter_errors(name, SlurmError)
 
 
 def _text(value, what, streams=("stdout",)):
@@ -55,6 +54,8 @@ def _mig_minors(value):
 @_filter("slurm_node_gres")
 def slurm_node_gres(facts, hardware=None, mig_minors=None):
     """The GPU GRES records slurmd's NVML autodetection finds, from ansible_facts.nvidia."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     if isinstance(facts, dict) and isinstance(facts.get("ansible_facts"), dict):
         facts = facts["ansible_facts"].get("nvidia")
     if hardware is not None and not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
@@ -65,18 +66,24 @@ def slurm_node_gres(facts, hardware=None, mig_minors=None):
 @_filter("slurm_gres_summary")
 def slurm_gres_summary(records):
     """slurm.conf's Gres= value for GRES records."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     return _slurm_conf.gres_summary(records)
 
 
 @_filter("slurm_hardware")
 def slurm_hardware(output):
     """The node's hardware as slurmd -C prints it."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     return _slurm_conf.slurmd_hardware(_text(output, "slurmd -C"))
 
 
 @_filter("slurm_node_line")
 def slurm_node_line(name, hardware, gres, addr=None, port=None, *, extra=None):
     """The slurm.conf NodeName= line of a node."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     if not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
         hardware = _slurm_conf.slurmd_hardware(_text(hardware, "slurmd -C"))
     return _slurm_conf.node_line(name, hardware, gres, addr, port, extra=extra)
@@ -85,18 +92,24 @@ def slurm_node_line(name, hardware, gres, addr=None, port=None, *, extra=None):
 @_filter("slurm_gres_conf")
 def slurm_gres_conf(records, autodetect):
     """gres.conf's lines for GRES records."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     return _slurm_conf.gres_conf_lines(records, autodetect)
 
 
 @_filter("slurm_gres_mismatch")
 def slurm_gres_mismatch(expected, output):
     """Where what slurmd -G detected differs from the GPU GRES records expected."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     return _slurm_conf.gres_mismatch(expected, _text(output, "slurmd -G", ("stdout", "stderr")))
 
 
 @_filter("slurm_node_problems")
 def slurm_node_problems(lines, nodes):
     """What keeps the controller's view of the nodes (scontrol show node --oneliner) from their configuration."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
     return _slurm_nodes.node_problems(lines, nodes)
@@ -105,6 +118,8 @@ def slurm_node_problems(lines, nodes):
 @_filter("slurm_node_states")
 def slurm_node_states(output, names):
     """Each named node's state and reason as the controller sees it (scontrol show node --oneliner), or why not."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     error = None
     if isinstance(output, dict) and (output.get("unreachable") or output.get("failed") or output.get("rc", 0) != 0):
         if output.get("skipped"):
@@ -121,6 +136,8 @@ def slurm_node_states(output, names):
 @_filter("slurm_health_actions")
 def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
     """Which nodes to drain or resume after a GPU health check, from scontrol show node --oneliner."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
     return _slurm_nodes.health_actions(lines, verdicts, drain_on, prefix)
@@ -129,6 +146,8 @@ def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-
 @_filter("slurm_maintenance")
 def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm", scope=""):
     """How to drain one node for maintenance or resume it afterwards, from scontrol show node --oneliner."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
     return _slurm_nodes.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user,
@@ -139,6 +158,8 @@ def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:
 def slurm_allreduce_plan(nodes, **settings):
     """The pairs of nodes of the all-reduce across nodes, in rounds, each with its srun (settings: framework,
     megabytes, cpu_ranks, port, timeout, wait, srun_args)."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_allreduce
+
     return _slurm_allreduce.allreduce_plan(nodes, **settings)
 
 
@@ -146,6 +167,8 @@ def slurm_allreduce_plan(nodes, **settings):
 def slurm_allreduce_result(job, result=None):
     """One pair of slurm_allreduce_plan, after its srun (its registered result or async_status): the record or the
     failure, and a line that says it."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_allreduce
+
     if job and isinstance(job, dict) and job.get("failure"):
         return _slurm_allreduce.allreduce_result(job)
     if not isinstance(result, dict) or not any(key in result for key in ("stdout", "rc", "msg")):

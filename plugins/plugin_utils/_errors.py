@@ -7,6 +7,10 @@ AnsibleFilterError, apart from the code that raises them, so that a filter file 
 from __future__ import annotations
 
 
+class CompatError(ValueError):
+    """A version the tables cannot answer for; the message names what was given and the nearest valid choice."""
+
+
 class ReportError(ValueError):
     """Input from which no report can be made; the message says which."""
 
