@@ -9,15 +9,17 @@ from __future__ import annotations
 import base64
 import binascii
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import LazyModule, filter_errors
+from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import SlurmError
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
 
-# Imported at the first call of one of these filters, not with the file (see LazyModule).
-_slurm = LazyModule("_slurm")
+# Each filter imports its plugin_utils module inside the function, not with the file: Ansible's Jinja plugin loader
+# imports every filter file of the collection in every worker process at the first lookup of any filter, and a task
+# that asks none of these filters should not pay for the Slurm code (docs/performance.md).
 
 
 def _filter(name):
     """Make a function a filter whose errors are AnsibleFilterError naming the filter."""
-    return filter_errors(name, _slurm, "SlurmError")
+    return filter_errors(name, SlurmError)
 
 
 def _text(value, what, streams=("stdout",)):
@@ -25,17 +27,17 @@ def _text(value, what, streams=("stdout",)):
     if isinstance(value, dict) and any(stream in value for stream in streams):
         texts = [value.get(stream) or "" for stream in streams]
         if not all(isinstance(text, str) for text in texts):
-            raise _slurm.SlurmError("the input's %s must be what %s printed (text), got %s"
-                                    % (" and ".join(streams), what,
-                                       ", ".join(type(text).__name__ for text in texts)))
+            raise SlurmError("the input's %s must be what %s printed (text), got %s"
+                             % (" and ".join(streams), what,
+                                ", ".join(type(text).__name__ for text in texts)))
         value = "\n".join(texts)
     if isinstance(value, dict) and value.get("skipped"):
-        raise _slurm.SlurmError("the input is the result of a task that was skipped on this host, not what %s printed"
-                                % what)
+        raise SlurmError("the input is the result of a task that was skipped on this host, not what %s printed"
+                         % what)
     if not isinstance(value, str):
-        raise _slurm.SlurmError("the input must be what %s printed (its registered result or its text), got %s"
-                                % (what, "a dict without %s" % " or ".join(streams) if isinstance(value, dict)
-                                   else type(value).__name__))
+        raise SlurmError("the input must be what %s printed (its registered result or its text), got %s"
+                         % (what, "a dict without %s" % " or ".join(streams) if isinstance(value, dict)
+                            else type(value).__name__))
     return value
 
 
@@ -45,116 +47,141 @@ def _mig_minors(value):
         try:
             return base64.b64decode(value["content"], validate=True).decode("utf-8")
         except (binascii.Error, TypeError, UnicodeDecodeError) as error:
-            raise _slurm.SlurmError("mig_minors: the slurped content is not base64 text (%s)" % error) from None
+            raise SlurmError("mig_minors: the slurped content is not base64 text (%s)" % error) from None
     return _text(value, "cat /proc/driver/nvidia-caps/mig-minors")
 
 
 @_filter("slurm_node_gres")
 def slurm_node_gres(facts, hardware=None, mig_minors=None):
     """The GPU GRES records slurmd's NVML autodetection finds, from ansible_facts.nvidia."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     if isinstance(facts, dict) and isinstance(facts.get("ansible_facts"), dict):
         facts = facts["ansible_facts"].get("nvidia")
     if hardware is not None and not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
-        hardware = _slurm.slurmd_hardware(_text(hardware, "slurmd -C"))
-    return _slurm.node_gres(facts, hardware, None if mig_minors is None else _mig_minors(mig_minors))
+        hardware = _slurm_conf.slurmd_hardware(_text(hardware, "slurmd -C"))
+    return _slurm_conf.node_gres(facts, hardware, None if mig_minors is None else _mig_minors(mig_minors))
 
 
 @_filter("slurm_gres_summary")
 def slurm_gres_summary(records):
     """slurm.conf's Gres= value for GRES records."""
-    return _slurm.gres_summary(records)
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
+    return _slurm_conf.gres_summary(records)
 
 
 @_filter("slurm_hardware")
 def slurm_hardware(output):
     """The node's hardware as slurmd -C prints it."""
-    return _slurm.slurmd_hardware(_text(output, "slurmd -C"))
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
+    return _slurm_conf.slurmd_hardware(_text(output, "slurmd -C"))
 
 
 @_filter("slurm_node_line")
 def slurm_node_line(name, hardware, gres, addr=None, port=None, *, extra=None):
     """The slurm.conf NodeName= line of a node."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
     if not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
-        hardware = _slurm.slurmd_hardware(_text(hardware, "slurmd -C"))
-    return _slurm.node_line(name, hardware, gres, addr, port, extra=extra)
+        hardware = _slurm_conf.slurmd_hardware(_text(hardware, "slurmd -C"))
+    return _slurm_conf.node_line(name, hardware, gres, addr, port, extra=extra)
 
 
 @_filter("slurm_gres_conf")
 def slurm_gres_conf(records, autodetect):
     """gres.conf's lines for GRES records."""
-    return _slurm.gres_conf_lines(records, autodetect)
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
+    return _slurm_conf.gres_conf_lines(records, autodetect)
 
 
 @_filter("slurm_gres_mismatch")
 def slurm_gres_mismatch(expected, output):
     """Where what slurmd -G detected differs from the GPU GRES records expected."""
-    return _slurm.gres_mismatch(expected, _text(output, "slurmd -G", ("stdout", "stderr")))
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
+    return _slurm_conf.gres_mismatch(expected, _text(output, "slurmd -G", ("stdout", "stderr")))
 
 
 @_filter("slurm_node_problems")
 def slurm_node_problems(lines, nodes):
     """What keeps the controller's view of the nodes (scontrol show node --oneliner) from their configuration."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
-    return _slurm.node_problems(lines, nodes)
+    return _slurm_nodes.node_problems(lines, nodes)
 
 
 @_filter("slurm_node_states")
 def slurm_node_states(output, names):
     """Each named node's state and reason as the controller sees it (scontrol show node --oneliner), or why not."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     error = None
     if isinstance(output, dict) and (output.get("unreachable") or output.get("failed") or output.get("rc", 0) != 0):
         if output.get("skipped"):
-            raise _slurm.SlurmError("the input is the result of a task that was skipped, not what scontrol printed")
+            raise SlurmError("the input is the result of a task that was skipped, not what scontrol printed")
         # The first of stderr and the task's message that says something (stderr may be blank).
         error = next((said for said in (output.get("stderr"), output.get("msg")) if str(said or "").strip()),
                      "scontrol exited with %s" % output.get("rc"))
         output = ""
     elif isinstance(output, dict):
         output = _text(output, "scontrol show node --oneliner")
-    return _slurm.node_states(output, names, error)
+    return _slurm_nodes.node_states(output, names, error)
 
 
 @_filter("slurm_health_actions")
 def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
     """Which nodes to drain or resume after a GPU health check, from scontrol show node --oneliner."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
-    return _slurm.health_actions(lines, verdicts, drain_on, prefix)
+    return _slurm_nodes.health_actions(lines, verdicts, drain_on, prefix)
 
 
 @_filter("slurm_maintenance")
 def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm", scope=""):
     """How to drain one node for maintenance or resume it afterwards, from scontrol show node --oneliner."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
+
     if isinstance(lines, dict):
         lines = _text(lines, "scontrol show node --oneliner")
-    return _slurm.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user, scope=scope)
+    return _slurm_nodes.maintenance_action(lines, node, action, reason, prefix=prefix, slurm_user=slurm_user,
+                                           scope=scope)
 
 
 @_filter("slurm_allreduce_plan")
 def slurm_allreduce_plan(nodes, **settings):
     """The pairs of nodes of the all-reduce across nodes, in rounds, each with its srun (settings: framework,
     megabytes, cpu_ranks, port, timeout, wait, srun_args)."""
-    return _slurm.allreduce_plan(nodes, **settings)
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_allreduce
+
+    return _slurm_allreduce.allreduce_plan(nodes, **settings)
 
 
 @_filter("slurm_allreduce_result")
 def slurm_allreduce_result(job, result=None):
     """One pair of slurm_allreduce_plan, after its srun (its registered result or async_status): the record or the
     failure, and a line that says it."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_allreduce
+
     if job and isinstance(job, dict) and job.get("failure"):
-        return _slurm.allreduce_result(job)
+        return _slurm_allreduce.allreduce_result(job)
     if not isinstance(result, dict) or not any(key in result for key in ("stdout", "rc", "msg")):
-        raise _slurm.SlurmError("result must be the registered result of the pair's srun, got %s"
-                                % type(result).__name__)
+        raise SlurmError("result must be the registered result of the pair's srun, got %s"
+                         % type(result).__name__)
     if result.get("skipped"):
-        raise _slurm.SlurmError("result is that of an srun that was skipped, not what it printed")
+        raise SlurmError("result is that of an srun that was skipped, not what it printed")
     stderr = result.get("stderr") or ""
     if result.get("rc") is None or not stderr.strip():
         # No exit status (the run never ended: Ansible's async limit) or nothing from srun (no srun on the
         # controller): Ansible's message says why.
         stderr = "\n".join([stderr, str(result.get("msg") or "")])
-    return _slurm.allreduce_result(job, result.get("stdout") or "", stderr, result.get("rc"))
+    return _slurm_allreduce.allreduce_result(job, result.get("stdout") or "", stderr, result.get("rc"))
 
 
 class FilterModule:

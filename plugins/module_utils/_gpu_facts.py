@@ -9,6 +9,7 @@ import os
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _health, _pci
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import normalise_bus_id, ranges
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import (
     NVML_ERROR_INVALID_ARGUMENT,
     NVML_ERROR_LIB_RM_VERSION_MISMATCH,
@@ -87,26 +88,6 @@ def clock_event_reason_names(mask):
     if mask is None:
         return None
     return [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
-
-
-def normalise_bus_id(bus_id):
-    """NVML writes ``00000000:18:00.0``, sysfs ``0000:18:00.0``: compare on the short, lower-case form."""
-    if not bus_id:
-        return None
-    bus_id = bus_id.lower()
-    domain, sep, rest = bus_id.partition(":")
-    return "%04x%s%s" % (int(domain, 16), sep, rest) if rest else bus_id
-
-
-def ranges(numbers):
-    """Numbers as a Linux cpulist: ascending, runs as first-last, comma separated ("0-55,112-167"; "" for none)."""
-    runs = []
-    for number in sorted(set(numbers)):
-        if runs and runs[-1][1] == number - 1:
-            runs[-1][1] = number
-        else:
-            runs.append([number, number])
-    return ",".join(str(first) if first == last else "%d-%d" % (first, last) for first, last in runs)
 
 
 def cpu_list(words, word_bits=CPU_SET_WORD_BITS):

@@ -9,7 +9,7 @@ import os
 import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _pci
-from ansible_collections.accelops.gpu.plugins.module_utils._numbers import decimal_or_hex
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import decimal_or_hex, natural
 from ansible_collections.accelops.gpu.plugins.module_utils._sysfs import read_attribute
 
 # Path types between two PCI functions, nearest first, with NVML's topology levels (nvmlGpuTopologyLevel_t) and
@@ -26,12 +26,6 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 def _read(path):
     """A sysfs attribute's text, stripped; None when it is missing or cannot be read."""
     return read_attribute(path)
-
-
-def natural(name):
-    """Sort key that puts mlx5_2 before mlx5_10 (and node2 before node10)."""
-    return [(0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
-            for part in re.split(r"([0-9]{1,18})", name)]
 
 
 def _listdir(path):

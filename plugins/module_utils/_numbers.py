@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private to the accelops.gpu collection: whole numbers read from users and from sysfs, ASCII digits only."""
+"""Private to the accelops.gpu collection: whole numbers read from users and from sysfs, ASCII digits only, and the
+other pure helpers that both the node and the controller use (bus ids, CPU lists, natural order); no NVML here."""
 
 from __future__ import annotations
 
@@ -78,3 +79,29 @@ def _large(value, limit, depth=0):
             if isinstance(part, (dict, list, tuple, set, frozenset)) and _large(part, limit, depth + 1):
                 return True
     return False
+
+
+def normalise_bus_id(bus_id):
+    """NVML writes ``00000000:18:00.0``, sysfs ``0000:18:00.0``: compare on the short, lower-case form."""
+    if not bus_id:
+        return None
+    bus_id = bus_id.lower()
+    domain, sep, rest = bus_id.partition(":")
+    return "%04x%s%s" % (int(domain, 16), sep, rest) if rest else bus_id
+
+
+def ranges(numbers):
+    """Numbers as a Linux cpulist: ascending, runs as first-last, comma separated ("0-55,112-167"; "" for none)."""
+    runs = []
+    for number in sorted(set(numbers)):
+        if runs and runs[-1][1] == number - 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ",".join(str(first) if first == last else "%d-%d" % (first, last) for first, last in runs)
+
+
+def natural(name):
+    """Sort key that puts mlx5_2 before mlx5_10 (and node2 before node10)."""
+    return [(0, int(part), "") if part.isascii() and part.isdigit() else (1, 0, part)
+            for part in re.split(r"([0-9]{1,18})", name)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import CompatError
+
 # The compatibility knowledge, as published. docs/compatibility.md says how to update it.
 COMPAT = {
     # Minimum Linux x86_64 driver of each CUDA Toolkit release: NVIDIA's CUDA Toolkit release notes, Table 3
@@ -199,10 +201,6 @@ _NUMERIC = re.compile(r"\A[0-9]{1,9}(\.[0-9]{1,9}){0,5}\Z")
 _SHOWN = 40
 # The most entries min_drivers may hold.
 _MAX_MIN_DRIVERS = 64
-
-
-class CompatError(ValueError):
-    """A version the tables cannot answer for; the message names what was given and the nearest valid choice."""
 
 
 def _text(value):

@@ -6,35 +6,14 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import sys
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shortened
 
-_PLUGIN_UTILS = "ansible_collections.accelops.gpu.plugins.plugin_utils."
 # The longest message of a filter error: a message names the field and shows a shortened value, never the input whole.
 MESSAGE_LIMIT = 1000
-
-
-class LazyModule:
-    """A plugin_utils module imported at the first use of one of its names.
-
-    Ansible's Jinja plugin loader imports every filter file of the collection, in every worker process, at the first
-    lookup of any of its filters: a task that only asks ``file_matches`` would otherwise import the fleet report, Slurm
-    and compatibility code too (about a tenth of the controller's time on a converged re-run of site.yml)."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = _PLUGIN_UTILS + name
-
-    def __getattr__(self, attribute):
-        # Never for its own slot (unset while copy or pickle make one without __init__) or a special name.
-        if attribute == "_name" or attribute.startswith("__"):
-            raise AttributeError(attribute)
-        return getattr(importlib.import_module(self._name), attribute)
 
 
 def input_problem(raised):
@@ -70,10 +49,10 @@ def malformed_input(name, expected):
     return decorate
 
 
-def filter_errors(name, module, error):
-    """A decorator that makes a function a filter whose errors of the class named ``error`` of the LazyModule
-    ``module`` (looked up only when something was raised), and what input too large or too deep causes, are
-    AnsibleFilterError naming the filter ``name``, with a message of at most MESSAGE_LIMIT characters."""
+def filter_errors(name, error):
+    """A decorator that makes a function a filter whose errors of the class ``error`` (one of _errors.py), and what
+    input too large or too deep causes, are AnsibleFilterError naming the filter ``name``, with a message of at most
+    MESSAGE_LIMIT characters."""
 
     def decorate(function):
         @functools.wraps(function)
@@ -81,7 +60,7 @@ def filter_errors(name, module, error):
             try:
                 return function(*args, **kwargs)
             except Exception as raised:
-                if isinstance(raised, getattr(module, error)):
+                if isinstance(raised, error):
                     said = str(raised)
                     if len(said) > MESSAGE_LIMIT:  # Ansible would append the whole message of the cause
                         raise AnsibleFilterError("%s: %s" % (name, shortened(said, MESSAGE_LIMIT))) from None

@@ -50,7 +50,8 @@ def main():
     args = parser.parse_args()
     expose_collection()
     ctypes.CDLL(str(build_fake_nvml()), mode=ctypes.RTLD_GLOBAL)
-    from ansible_collections.accelops.gpu.plugins.plugin_utils._report import fleet_model, render_html
+    from ansible_collections.accelops.gpu.plugins.plugin_utils._report_html import render_html
+    from ansible_collections.accelops.gpu.plugins.plugin_utils._report_model import fleet_model
 
     nodes, unreachable = fleet(args.nodes)
     model_s, html_s = [], []

@@ -77,12 +77,12 @@ def test_bad_srun_options_are_refused_before_any_node_is_read(tmp_path, srun_arg
 def test_the_playbook_refuses_the_same_srun_options_as_the_plan():
     import yaml
 
-    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_allreduce
 
     play = yaml.safe_load((ROOT / "playbooks" / "validate.yml").read_text())[0]
     check = next(task for task in play["tasks"] if task["name"] == "Check the site's own srun options")
-    assert tuple(check["vars"]["__validate_srun_own"]) == _slurm.SRUN_OWN
-    assert check["vars"]["__validate_srun_arg"] == _slurm.SRUN_ARG.pattern.replace("(?P<name>", "(")
+    assert tuple(check["vars"]["__validate_srun_own"]) == _slurm_allreduce.SRUN_OWN
+    assert check["vars"]["__validate_srun_arg"] == _slurm_allreduce.SRUN_ARG.pattern.replace("(?P<name>", "(")
 
 
 def test_good_settings_pass_the_checks_and_the_run_goes_on_to_the_nodes(tmp_path):

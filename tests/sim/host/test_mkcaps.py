@@ -17,7 +17,7 @@ MKCAPS = Path(__file__).resolve().parent / "mkcaps.py"
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
 def test_mig_minors_and_capability_files_of_the_dgx_a100_mig(tmp_path):
     expose_collection()
-    from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm import parse_mig_minors
+    from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import parse_mig_minors
 
     out = subprocess.run([sys.executable, str(MKCAPS), str(FIXTURES / "dgx-a100-mig.conf"), str(tmp_path / "proc"),
                           str(tmp_path / "dev")], capture_output=True, text=True, check=True)

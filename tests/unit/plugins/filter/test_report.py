@@ -1,4 +1,5 @@
-"""The fleet report filters: thin wrappers over plugin_utils/_report.py whose errors name the filter."""
+"""The fleet report filters: thin wrappers over plugin_utils/_report_model.py and _report_html.py whose errors name the
+filter."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ansible_collections.accelops.gpu.plugins.filter.report import (
 )
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _report
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _report_html, _report_model
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def test_the_model_filter_gives_the_model(facts_of):
     nodes = {"dgx01": {"nvidia": facts_of("dgx-h100")}, "hgx01": {"nvidia": facts_of("gpu-lost")}}
     lost = {"dgx02": "Failed to connect to the host via ssh"}
     model = fleet_report_model(nodes, lost)
-    assert model == _report.fleet_model(nodes, lost)
+    assert model == _report_model.fleet_model(nodes, lost)
     assert [(n["name"], n["status"]) for n in model["nodes"]] == [("hgx01", "critical"), ("dgx01", "ok")]
     assert fleet_report_model(nodes, failed=lost)["failed"] == [{"name": "dgx02", "reason": lost["dgx02"]}]
 
@@ -39,7 +40,7 @@ def test_the_model_filter_gives_the_model(facts_of):
 def test_the_html_filter_renders_the_model(facts_of):
     model = fleet_report_model({"dgx01": {"nvidia": facts_of("dgx-h100")}})
     page = fleet_report_html(model, "GPU fleet <prod>", "2026-03-01T06:00:00+00:00")
-    assert page == _report.render_html(model, "GPU fleet <prod>", "2026-03-01T06:00:00+00:00")
+    assert page == _report_html.render_html(model, "GPU fleet <prod>", "2026-03-01T06:00:00+00:00")
     assert page.startswith("<!DOCTYPE html>") and "<title>GPU fleet &lt;prod&gt;</title>" in page
 
 

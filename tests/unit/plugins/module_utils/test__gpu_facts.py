@@ -26,14 +26,6 @@ def test_cuda_version_string(value, text):
     assert gf.cuda_version_string(value) == text
 
 
-@pytest.mark.parametrize("bus_id, short", [
-    ("00000000:18:00.0", "0000:18:00.0"), ("00000000:DB:00.0", "0000:db:00.0"), ("0000:3a:00.0", "0000:3a:00.0"),
-    ("00000001:01:00.0", "0001:01:00.0"), (None, None), ("", None),
-])
-def test_normalise_bus_id(bus_id, short):
-    assert gf.normalise_bus_id(bus_id) == short
-
-
 def test_clock_event_reason_names():
     assert gf.clock_event_reason_names(0x1 | 0x40) == ["gpu_idle", "hw_thermal_slowdown"]
     assert gf.clock_event_reason_names(0) == []
@@ -79,8 +71,3 @@ def test_pci_levels_map_to_nvidia_smi_labels(level, label):
 ])
 def test_cpu_list(words, cpus):
     assert gf.cpu_list(words) == cpus
-
-
-@pytest.mark.parametrize("numbers, text", [([], ""), ([3], "3"), ([5, 1, 2, 3, 3], "1-3,5"), (range(8), "0-7")])
-def test_ranges(numbers, text):
-    assert gf.ranges(numbers) == text

@@ -39,3 +39,16 @@ def test_shortened():
     assert _numbers.shortened("abc", 10) == "abc"
     assert _numbers.shortened("a" * 20, 10) == "aaaaaaa..."
     assert _numbers.shortened(5, 10) == "5"
+
+
+@pytest.mark.parametrize("bus_id, short", [
+    ("00000000:18:00.0", "0000:18:00.0"), ("00000000:DB:00.0", "0000:db:00.0"), ("0000:3a:00.0", "0000:3a:00.0"),
+    ("00000001:01:00.0", "0001:01:00.0"), (None, None), ("", None),
+])
+def test_normalise_bus_id(bus_id, short):
+    assert _numbers.normalise_bus_id(bus_id) == short
+
+
+@pytest.mark.parametrize("numbers, text", [([], ""), ([3], "3"), ([5, 1, 2, 3, 3], "1-3,5"), (range(8), "0-7")])
+def test_ranges(numbers, text):
+    assert _numbers.ranges(numbers) == text

@@ -15,12 +15,12 @@ import pytest
 from ansible_collections.accelops.gpu.plugins.module_utils import _ib
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _report
-from ansible_collections.accelops.gpu.plugins.plugin_utils._report import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _report_model
+from ansible_collections.accelops.gpu.plugins.plugin_utils._report_html import render_html
+from ansible_collections.accelops.gpu.plugins.plugin_utils._report_model import (
     ReportError,
     allreduce_nominal,
     fleet_model,
-    render_html,
     slurm_states,
 )
 from simnode import ROOT, load_sim_script
@@ -236,7 +236,7 @@ def test_nodes_and_findings_come_worst_first_then_by_name(gather):
     assert [(n["name"], n["status"]) for n in model["nodes"]] == [
         ("node3", "critical"), ("node1", "warning"), ("node11", "warning"), ("node4", "unknown"), ("node2", "ok"),
         ("node10", "ok")]
-    ranks = [_report.RANK[f["severity"]] for f in model["findings"]]
+    ranks = [_report_model.RANK[f["severity"]] for f in model["findings"]]
     assert ranks == sorted(ranks, reverse=True)
     assert (model["findings"][0]["node"], model["findings"][0]["code"]) == ("node3", "gpu_lost")
     assert model["summary"]["health"] == {"ok": 2, "unknown": 1, "warning": 2, "critical": 1}

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accelops.gpu.plugins.filter.slurm import FilterModule
-from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_allreduce import (
     SlurmError,
     allreduce_plan,
     allreduce_result,
