@@ -18,9 +18,9 @@ description:
   - A file is written to a temporary file in its own directory and renamed over the old one, so that a reader never
     sees half of it. A directory or a link is made or corrected in place.
   - Every entry is checked before anything is written (absolute and distinct destinations, a file's or link's
-    directory that exists or that an earlier entry makes, owners and groups that exist on the node, modes, nothing in the way such as a
-    directory where a file belongs). A write that fails part-way fails the task with the paths it had already
-    changed in RV(changed_paths).
+    directory that exists or that an earlier entry makes, owners and groups that exist on the node, modes, nothing
+    in the way such as a directory where a file belongs). A write that fails part-way fails the task with the paths
+    it had already changed in RV(changed_paths).
   - This is an action plugin with a module on the node. The node's side needs nothing beyond Python.
 extends_documentation_fragment:
   - accelops.gpu.attributes
