@@ -13,10 +13,10 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils._closure import ClosureError, tree
+from ansible_collections.accelops.gpu.plugins.plugin_utils._closure import ClosureError, program, tree
 
-SOURCES = ("template", "file", "module_utils", "content", "directory", "link")
-KEYS = set(SOURCES) | {"dest", "owner", "group", "mode"}
+SOURCES = ("template", "file", "module_utils", "program", "content", "directory", "link")
+KEYS = set(SOURCES) | {"dest", "owner", "group", "mode", "lib", "secret"}
 TOP = {"files", "owner", "group", "mode", "directory_mode"}
 MODE = re.compile(r"\A[0-7]{3,4}\Z")
 # ansible.builtin.template's defaults, which the rendering here keeps so that both give the same text.
@@ -84,6 +84,14 @@ def check_args(args):
         _check_mode_value(entry.get("mode"), "%s.mode" % where)
         if source == "link" and entry.get("mode") is not None:
             _fail("%s.mode: a link has no mode of its own" % where)
+        lib = entry.get("lib")
+        if lib is not None and (source != "program" or not isinstance(lib, str) or not lib.startswith("/")
+                                or "\n" in lib or "\0" in lib):
+            _fail("%s.lib must be an absolute path, and is given only with program" % where)
+        if entry.get("secret") not in (None, True, False):
+            _fail("%s.secret must be true or false, got %r" % (where, entry["secret"]))
+        if entry.get("secret") and source not in ("template", "file", "content"):
+            _fail("%s.secret applies to a file's text (template, file or content)" % where)
     return files
 
 
@@ -101,7 +109,8 @@ class ActionModule(ActionBase):
             files = check_args(args)
             node = []
             for entry in files:
-                node.extend(self._node_entries(entry, args, task_vars))
+                # Two programs that share a lib declare its tree twice, the same way: it is put in place once.
+                node.extend(item for item in self._node_entries(entry, args, task_vars) if item not in node)
         except AnsibleActionFail as error:
             result.update(failed=True, msg=to_text(error.message), changed_paths=[])
             return result
@@ -120,27 +129,44 @@ class ActionModule(ActionBase):
     def _node_entries(self, entry, args, task_vars):
         """One entry of the task as what the node is given: content in place of a template or a role file, and
         the directories and files of a module_utils tree."""
-        common = {key: entry[key] for key in ("owner", "group", "mode") if entry.get(key) is not None}
+        common = {key: entry[key] for key in ("owner", "group", "mode", "secret") if entry.get(key) is not None}
         dest = entry["dest"]
         if entry.get("template") is not None:
             return [dict(common, dest=dest, content=self._render(entry["template"], dest, task_vars))]
         if entry.get("file") is not None:
             return [dict(common, dest=dest, content=self._read("files", entry["file"], dest))]
         if entry.get("module_utils") is not None:
+            return self._tree(dest, entry["module_utils"], common, args)
+        if entry.get("program") is not None:
             try:
-                directories, files = tree(dest, entry["module_utils"])
+                source, names = program(entry["program"])
             except ClosureError as error:
                 _fail("%s: %s" % (dest, error))
-            directory = {key: common[key] for key in ("owner", "group") if key in common}
-            if args.get("directory_mode") is not None:
-                directory["mode"] = args["directory_mode"]
-            return ([dict(directory, dest=path, directory=True) for path in directories]
-                    + [dict(common, dest=path, content=self._read(None, source, path)) for source, path in files])
+            if names and entry.get("lib") is None:
+                _fail("%s: program %s imports %s; lib must name the directory they go under"
+                      % (dest, entry["program"], ", ".join(names)))
+            # The module_utils get the task's mode for files, not the program's own.
+            lib = self._tree(entry["lib"], names, {key: common[key] for key in ("owner", "group") if key in common},
+                             args) if names else []
+            return [*lib, dict(common, dest=dest, mode=entry.get("mode") or "0755",
+                               content=self._read(None, source, dest))]
         if entry.get("content") is not None:
             return [dict(common, dest=dest, content=entry["content"])]
         if entry.get("directory"):
             return [dict(common, dest=dest, directory=True)]
         return [dict(common, dest=dest, link=entry["link"])]
+
+    def _tree(self, dest, names, common, args):
+        """The directories and files of the module_utils names and what they import, under dest."""
+        try:
+            directories, files = tree(dest, names)
+        except ClosureError as error:
+            _fail("%s: %s" % (dest, error))
+        directory = {key: common[key] for key in ("owner", "group") if key in common}
+        if args.get("directory_mode") is not None:
+            directory["mode"] = args["directory_mode"]
+        return ([dict(directory, dest=path, directory=True) for path in directories]
+                + [dict(common, dest=path, content=self._read(None, source, path)) for source, path in files])
 
     def _find(self, kind, name, dest):
         try:

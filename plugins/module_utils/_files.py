@@ -44,30 +44,39 @@ def parse_mode(value, path):
     return int(value, 8)
 
 
-def owner_id(name, path):
+# An owner or group that does not exist yet, in check mode: an earlier task of the same run would make it.
+MISSING = -2
+
+
+def owner_id(name, path, check_mode=False):
     """A user name as its uid; None leaves the owner alone."""
     if name is None:
         return None
     try:
         return pwd.getpwnam(name).pw_uid
     except KeyError:
+        if check_mode:
+            return MISSING
         raise FilesError("%s: owner %s is not a user on this node" % (path, name)) from None
 
 
-def group_id(name, path):
+def group_id(name, path, check_mode=False):
     """A group name as its gid; None leaves the group alone."""
     if name is None:
         return None
     try:
         return grp.getgrnam(name).gr_gid
     except KeyError:
+        if check_mode:
+            return MISSING
         raise FilesError("%s: group %s is not a group on this node" % (path, name)) from None
 
 
-def plan(entries):
+def plan(entries, check_mode=False):
     """Each entry checked and made ready, in order: its path, kind, wanted bytes or link target, mode bits and ids.
     Every destination must be an absolute path named once, and its parent a directory that exists or an earlier
-    directory entry creates."""
+    directory entry creates. In check mode an owner or group that does not exist yet counts as a difference (an
+    earlier task of the run would make it), not an error."""
     planned, seen = [], set()
     for entry in entries:
         path = entry["dest"]
@@ -83,9 +92,9 @@ def plan(entries):
         if kind != "directory" and parent not in seen and not os.path.isdir(parent):
             raise FilesError("%s: its directory %s does not exist; declare it as a directory entry before it"
                              % (path, parent))
-        item = {"path": path, "kind": kind, "uid": owner_id(entry.get("owner"), path),
-                "gid": group_id(entry.get("group"), path), "owner": entry.get("owner"), "group": entry.get("group"),
-                "mode": None}
+        item = {"path": path, "kind": kind, "uid": owner_id(entry.get("owner"), path, check_mode),
+                "gid": group_id(entry.get("group"), path, check_mode), "owner": entry.get("owner"),
+                "group": entry.get("group"), "mode": None, "secret": bool(entry.get("secret"))}
         if kind == "link":
             item["target"] = entry["link"]
             if not isinstance(item["target"], str) or not item["target"] or "\0" in item["target"]:
@@ -206,7 +215,9 @@ def diff(item, state):
             after[key] = item[key]
     if item["kind"] == "link":
         after["src"] = item["target"]
-    if item["kind"] == "content":
+    if item["kind"] == "content" and item["secret"]:
+        after["content"] = "(secret, not shown)"
+    elif item["kind"] == "content":
         old = text(state["data"]) if state is not None and state["kind"] == "file" else ""
         new = text(item["data"])
         if old is not None and new is not None and (state is None or state["data"] != item["data"]):
@@ -288,7 +299,7 @@ def apply(entries, check_mode=False, want_diff=False):
     """Bring every entry's destination to its wanted state, in order; returns (changed paths, diffs, results). Every
     entry is checked first (paths, parents, owners, modes, what is there now); nothing is written when any is
     refused. A step that fails part-way raises FilesError naming the path, with the paths already changed."""
-    planned = plan(entries)
+    planned = plan(entries, check_mode)
     states = [current(item["path"]) for item in planned]
     for item, state in zip(planned, states):
         problem = refusal(item, state)
@@ -299,8 +310,11 @@ def apply(entries, check_mode=False, want_diff=False):
         found = differences(item, state)
         result = {"dest": item["path"], "state": {"content": "file"}.get(item["kind"], item["kind"]),
                   "changed": bool(found), "differs": found}
-        if item["kind"] == "content":
+        if item["kind"] == "content" and not item["secret"]:
             result["checksum"] = sha1(item["data"])
+        missing = [key for key, number in (("owner", item["uid"]), ("group", item["gid"])) if number == MISSING]
+        if missing:
+            result["missing"] = ["%s %s" % (key, item[key]) for key in missing]
         results.append(result)
         if not found:
             continue

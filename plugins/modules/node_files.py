@@ -36,8 +36,8 @@ options:
   files:
     description:
       - The destinations, in the order they are put in place. Each has O(files[].dest) and exactly one of
-        O(files[].template), O(files[].file), O(files[].module_utils), O(files[].content), O(files[].directory) and
-        O(files[].link).
+        O(files[].template), O(files[].file), O(files[].module_utils), O(files[].program), O(files[].content),
+        O(files[].directory) and O(files[].link).
     type: list
     elements: dict
     required: true
@@ -68,6 +68,18 @@ options:
           - The directories of the tree get O(directory_mode); the files O(files[].mode) or O(mode).
         type: list
         elements: str
+      program:
+        description:
+          - One of the collection's node programs (C(node_programs/NAME.py), such as C(apply-gpu-settings)), put at
+            O(files[].dest) with O(files[].mode) or C(0755). The collection's module_utils it imports, and every one
+            they import in turn, are installed under O(files[].lib) as O(files[].module_utils) installs them, so that
+            what is shipped is what the program imports.
+        type: str
+      lib:
+        description:
+          - With O(files[].program), the directory its module_utils go under (the program's C(--lib)). Required when
+            the program imports any.
+        type: str
       content:
         description:
           - The file's text, as given.
@@ -82,9 +94,17 @@ options:
           - Makes O(files[].dest) a symbolic link to this path. A file or link in its place is replaced; a directory
             is not.
         type: str
+      secret:
+        description:
+          - C(true) keeps the file's text out of C(--diff) and its checksum out of the result (a password hash, a
+            key); the diff shows only that the file changes.
+        type: bool
+        default: false
       owner:
         description:
           - The owner's user name; O(owner) when not given, and left as it is when neither is.
+          - In check mode an owner or group that does not exist yet (an earlier task of the run makes it) shows as a
+            change with a warning, not as an error.
         type: str
       group:
         description:
@@ -135,10 +155,8 @@ EXAMPLES = r"""
       - dest: /usr/local/libexec/accelops-gpu
         directory: true
       - dest: /usr/local/libexec/accelops-gpu/apply-gpu-settings
-        file: apply-gpu-settings.py
-        mode: "0755"
-      - dest: /usr/local/lib/accelops-gpu
-        module_utils: [_gpu_config, _gpu_mig]
+        program: apply-gpu-settings
+        lib: /usr/local/lib/accelops-gpu
       - dest: /etc/systemd/system/accelops-gpu-settings.service
         template: accelops-gpu-settings.service.j2
   register: boot_files
@@ -180,7 +198,7 @@ files:
     checksum:
       description: The SHA-1 of a file's content.
       type: str
-      returned: for files
+      returned: for files not marked O(files[].secret)
   sample:
     - {dest: /etc/accelops-gpu, state: directory, changed: false, differs: []}
     - {dest: /etc/accelops-gpu/gpu-settings.json, state: file, changed: true, differs: [content],
@@ -196,7 +214,10 @@ ENTRY = dict(
     template=dict(type="str"),
     file=dict(type="str"),
     module_utils=dict(type="list", elements="str"),
+    program=dict(type="str"),
+    lib=dict(type="str"),
     content=dict(type="str"),
+    secret=dict(type="bool", default=False),
     directory=dict(type="bool"),
     link=dict(type="str"),
     owner=dict(type="str"),
@@ -211,7 +232,7 @@ ARGUMENT_SPEC = dict(
     directory_mode=dict(type="str", default="0755"),
 )
 # What the action plugin turns into content on the controller; the node is never given these.
-CONTROLLER_ONLY = ("template", "file", "module_utils")
+CONTROLLER_ONLY = ("template", "file", "module_utils", "program", "lib")
 
 
 def main():
@@ -233,6 +254,10 @@ def main():
                          changed=bool(error.changed), changed_paths=error.changed)
     except FilesError as error:
         module.fail_json(msg="%s; nothing was changed" % error, changed_paths=[])
+    for found in results:
+        for missing in found.get("missing", []):
+            module.warn("%s: %s does not exist on this node yet; check mode counts it as a change that an earlier "
+                        "task of the run would make possible" % (found["dest"], missing))
     result = dict(changed=bool(changed), changed_paths=changed, files=results)
     if module._diff:
         result["diff"] = diffs

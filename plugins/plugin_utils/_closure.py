@@ -12,7 +12,12 @@ import re
 
 PACKAGE = "ansible_collections.accelops.gpu.plugins.module_utils"
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+# The programs that run on nodes (a boot unit's applier, an exporter): each a file of its own that imports the
+# collection's module_utils from a --lib directory that node_files fills with exactly what it imports.
+NODE_PROGRAMS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                             "node_programs")
 NAME = re.compile(r"\A_?[a-z][a-z0-9_]*\Z")
+PROGRAM = re.compile(r"\A[a-z][a-z0-9-]*\Z")
 
 
 class ClosureError(Exception):
@@ -85,3 +90,20 @@ def tree(dest, names, root=MODULE_UTILS):
         directories.append(path)
     return directories, [(os.path.join(root, name + ".py"), os.path.join(path, name + ".py"))
                          for name in closure(names, root)]
+
+
+def program(name, root=NODE_PROGRAMS):
+    """A node program's source path and the collection's module_utils it imports (directly; closure() adds theirs)."""
+    if not isinstance(name, str) or not PROGRAM.match(name):
+        raise ClosureError("program: %r is not a program name such as apply-gpu-settings" % (name,))
+    path = os.path.join(root, name + ".py")
+    if not os.path.isfile(path):
+        known = sorted(entry[:-3] for entry in os.listdir(root) if entry.endswith(".py")) if os.path.isdir(root) else []
+        raise ClosureError("program: %s is not one of the collection's node programs (%s)"
+                           % (name, ", ".join(known) or "none"))
+    with open(path, encoding="utf-8") as handle:
+        found, ansible = imports(handle.read(), path)
+    if ansible:
+        raise ClosureError("program: %s imports %s, which a program on a node cannot import" % (name, ", ".join(
+            sorted(ansible))))
+    return path, sorted(found)

@@ -5,6 +5,7 @@ nothing for both. One node_files task does in one module run what the builtins d
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -161,23 +162,67 @@ def test_bad_entry_changes_nothing(workdir, tmp_path):
     assert not (tmp_path / "first").exists()
 
 
-def test_shipped_module_utils_import(workdir, tmp_path):
-    """A module_utils tree shipped by node_files imports in a plain Python with nothing but it on the path."""
-    playbook = tmp_path / "lib.yml"
+PROGRAMS = sorted(path.stem for path in (ROOT / "node_programs").glob("*.py"))
+# What each program does once its code imports: a call that imports everything it needs and touches no GPU.
+PROGRAM_RUNS = {
+    "accelops-gpu-exporter": (["--help"], 0, "--web.config.file"),
+    "apply-gpu-settings": (["/nonexistent/gpu-settings.json"], 1, "cannot read /nonexistent/gpu-settings.json"),
+}
+
+
+def test_every_node_program_is_exercised():
+    assert PROGRAMS and sorted(PROGRAM_RUNS) == PROGRAMS
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_node_program_runs_on_what_is_shipped(workdir, tmp_path, name):
+    """node_files ships a node program and the module_utils it imports; the program then runs in an isolated Python
+    whose only copy of the collection is what was shipped, imports nothing from the collection that was not shipped,
+    and every shipped module imports there on its own (nothing missing, nothing that needs Ansible)."""
+    playbook = tmp_path / "program.yml"
     playbook.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - accelops.gpu.node_files:\n"
-                        "        files:\n          - {dest: %s/lib, module_utils: [_gpu_config, _gpu_mig]}\n"
-                        % tmp_path)
+                        "        files:\n          - {dest: %s/bin/%s, program: %s, lib: %s/lib}\n"
+                        "          - {dest: %s/bin, directory: true}\n"
+                        % (tmp_path, name, name, tmp_path, tmp_path))
+    out = subprocess.run(["ansible-playbook", "-i", str(workdir / "inventory.yml"), str(playbook)], cwd=workdir,
+                         env=ansible_env(), capture_output=True, text=True, check=False, timeout=120)
+    # The program's directory comes after it in the list: refused, nothing written.
+    assert out.returncode == 2 and "its directory %s/bin does not exist" % tmp_path in out.stdout
+    assert not (tmp_path / "lib").exists()
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - accelops.gpu.node_files:\n"
+                        "        files:\n          - {dest: %s/bin, directory: true}\n"
+                        "          - {dest: %s/bin/%s, program: %s, lib: %s/lib}\n"
+                        % (tmp_path, tmp_path, name, name, tmp_path))
     out = subprocess.run(["ansible-playbook", "-i", str(workdir / "inventory.yml"), str(playbook)], cwd=workdir,
                          env=ansible_env(), capture_output=True, text=True, check=False, timeout=120)
     assert out.returncode == 0, out.stdout[-3000:]
-    shipped = sorted(os.listdir(tmp_path / "lib/ansible_collections/accelops/gpu/plugins/module_utils"))
-    assert shipped == ["_gpu_apply.py", "_gpu_config.py", "_gpu_mig.py", "_numbers.py", "_nvml.py"]
-    check = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); "
-                            "import ansible_collections.accelops.gpu.plugins.module_utils._gpu_config, "
-                            "ansible_collections.accelops.gpu.plugins.module_utils._gpu_mig; "
-                            "print(sorted(m for m in sys.modules if m.startswith('ansible')))" % str(tmp_path / "lib")],
-                           capture_output=True, text=True, check=False, cwd=tmp_path)
-    assert check.returncode == 0, check.stderr
-    assert "'ansible'" not in check.stdout and "ansible.module_utils" not in check.stdout
-    assert (ROOT / "plugins" / "module_utils" / "_gpu_config.py").read_bytes() == \
-        (tmp_path / "lib/ansible_collections/accelops/gpu/plugins/module_utils/_gpu_config.py").read_bytes()
+    program = tmp_path / "bin" / name
+    assert stat.S_IMODE(os.stat(program).st_mode) == 0o755
+    assert program.read_bytes() == (ROOT / "node_programs" / ("%s.py" % name)).read_bytes()
+    utils = tmp_path / "lib/ansible_collections/accelops/gpu/plugins/module_utils"
+    shipped = sorted(path.stem for path in utils.glob("*.py"))
+    for module in shipped:
+        assert (utils / ("%s.py" % module)).read_bytes() == \
+            (ROOT / "plugins" / "module_utils" / ("%s.py" % module)).read_bytes()
+    args, code, expected = PROGRAM_RUNS[name]
+    run = subprocess.run(
+        [sys.executable, "-I", "-c",
+         "import runpy, sys; sys.argv = [%r] + %r\n"
+         "try:\n    runpy.run_path(%r, run_name='__main__')\n"
+         "except SystemExit as e:\n    code = e.code\n"
+         "print('MODULES', sorted(m.rsplit('.', 1)[1] for m in sys.modules "
+         "if m.startswith('ansible_collections.accelops.gpu.plugins.module_utils.')))\n"
+         "print('ANSIBLE', sorted(m for m in sys.modules if m == 'ansible' or m.startswith('ansible.')))\n"
+         "sys.exit(code)" % (str(program), ["--lib", str(tmp_path / "lib"), *args], str(program))],
+        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=60)
+    assert run.returncode == code, run.stdout + run.stderr
+    assert expected in run.stdout + run.stderr
+    imported = re.search(r"MODULES (.*)", run.stdout).group(1)
+    assert set(ast.literal_eval(imported)) <= set(shipped)
+    assert "ANSIBLE []" in run.stdout
+    for module in shipped:
+        alone = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); import "
+                                "ansible_collections.accelops.gpu.plugins.module_utils.%s" % (str(tmp_path / "lib"),
+                                                                                             module)],
+                               capture_output=True, text=True, check=False, timeout=60)
+        assert alone.returncode == 0, "%s: %s" % (module, alone.stderr)

@@ -29,8 +29,8 @@ def test_good():
     ({"files": ["x"]}, "files[0] must be a dict"),
     ({"files": [{"dest": "x", "content": "y"}]}, "files[0].dest must be an absolute path"),
     ({"files": [{"dest": "/x\n", "content": "y"}]}, "files[0].dest must be an absolute path"),
-    ({"files": [{"dest": "/x"}]}, "files[0] (/x) must have exactly one of template, file, module_utils, content, "
-                                  "directory, link, got none"),
+    ({"files": [{"dest": "/x"}]}, "files[0] (/x) must have exactly one of template, file, module_utils, program, "
+                                  "content, directory, link, got none"),
     ({"files": [{"dest": "/x", "content": "a", "template": "b"}]}, "got template, content"),
     ({"files": [{"dest": "/x", "content": 3}]}, "files[0] (/x).content must be a string, got int"),
     ({"files": [{"dest": "/x", "directory": "yes"}]}, "files[0] (/x).directory must be true"),
@@ -40,6 +40,10 @@ def test_good():
     ({"files": [{"dest": "/x", "content": "y", "group": "a:b"}]}, "files[0] (/x).group must be a user or group"),
     ({"files": [GOOD, {"dest": "/x", "content": "y", "mode": "0o644"}]}, "files[1] (/x).mode must be three or four"),
     ({"files": [{"dest": "/x", "content": "y", "checksum": "abc"}]}, "files[0]: unknown key checksum"),
+    ({"files": [{"dest": "/x", "content": "y", "lib": "/l"}]}, "lib must be an absolute path, and is given only with"),
+    ({"files": [{"dest": "/x", "program": "p", "lib": "l"}]}, "lib must be an absolute path"),
+    ({"files": [{"dest": "/x", "directory": True, "secret": True}]}, "secret applies to a file's text"),
+    ({"files": [{"dest": "/x", "content": "y", "secret": "yes"}]}, "secret must be true or false"),
 ])
 def test_refused(args, message):
     with pytest.raises(AnsibleActionFail) as caught:

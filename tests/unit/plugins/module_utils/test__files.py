@@ -124,3 +124,24 @@ def test_binary_or_large_content_diff_shows_the_state(tmp_path):
     shown = _files.diff(item, None)
     assert shown["before"] == "path: %s\nstate: absent\n" % (tmp_path / "bin")
     assert "state: file" in shown["after"] and "mode: 0644" in shown["after"]
+
+
+def test_secret_text_stays_out_of_diff_and_result(tmp_path):
+    wanted = [{"dest": str(tmp_path / "web.yml"), "content": "basic_auth_users: {a: hash}\n", "mode": "0640",
+               "secret": True}]
+    changed, diffs, results = _files.apply(wanted, want_diff=True)
+    assert changed == [str(tmp_path / "web.yml")]
+    assert "hash" not in repr(diffs) and "hash" not in repr(results)
+    assert "content: (secret, not shown)" in diffs[0]["after"]
+
+
+def test_check_mode_counts_a_group_made_earlier_in_the_run(tmp_path):
+    wanted = [{"dest": str(tmp_path / "f"), "content": "x", "mode": "0640", "group": "no-such-group-yet"}]
+    changed, _diffs, results = _files.apply(wanted, check_mode=True)
+    assert changed == [str(tmp_path / "f")] and results[0]["missing"] == ["group no-such-group-yet"]
+    assert not (tmp_path / "f").exists()
+    (tmp_path / "f").write_text("x")
+    os.chmod(tmp_path / "f", 0o640)
+    assert _files.apply(wanted, check_mode=True)[2][0]["differs"] == ["group"]
+    with pytest.raises(_files.FilesError, match="group no-such-group-yet is not a group on this node"):
+        _files.apply(wanted)

@@ -62,3 +62,27 @@ def test_a_module_util_that_imports_ansible_is_refused(tmp_path):
     (tmp_path / "_broken.py").write_text("def (:\n")
     with pytest.raises(_closure.ClosureError, match="not Python"):
         _closure.closure(["_broken"], root=str(tmp_path))
+
+
+def test_program():
+    path, names = _closure.program("apply-gpu-settings")
+    assert path.endswith("node_programs/apply-gpu-settings.py")
+    assert names == ["_gpu_apply", "_gpu_config", "_gpu_mig", "_nvml"]
+    assert _closure.program("accelops-gpu-exporter")[1] == ["_exporter"]
+
+
+@pytest.mark.parametrize("name, message", [
+    ("../plugins/modules/gpu_facts", "is not a program name"),
+    ("Apply", "is not a program name"),
+    (None, "is not a program name"),
+    ("no-such-program", r"not one of the collection's node programs \(accelops-gpu-exporter, apply-gpu-settings\)"),
+])
+def test_program_refused(name, message):
+    with pytest.raises(_closure.ClosureError, match=message):
+        _closure.program(name)
+
+
+def test_program_that_imports_ansible_is_refused(tmp_path):
+    (tmp_path / "bad.py").write_text("import ansible.module_utils.basic\n")
+    with pytest.raises(_closure.ClosureError, match=r"imports ansible\.module_utils\.basic"):
+        _closure.program("bad", root=str(tmp_path))

@@ -12,7 +12,7 @@ import pytest
 
 from simnode import COLLECTIONS, FAKENVML_DIR, FIXTURES, ROOT, build_fake_nvml, read_fixture
 
-SCRIPT = ROOT / "roles" / "gpu_settings" / "files" / "apply-gpu-settings.py"
+SCRIPT = ROOT / "node_programs" / "apply-gpu-settings.py"
 CONFIG = {
     "settings": {"persistence_mode": True, "power_limit_w": 600, "compute_mode": "exclusive_process"},
     "per_gpu": [
