@@ -115,6 +115,15 @@ options:
           - Three or four octal digits as a quoted string (C("0644")); O(mode) for a file and O(directory_mode) for a
             directory when not given. A link has no mode of its own.
         type: str
+  known:
+    description:
+      - An earlier read of the destinations in this run, the C(files) of M(accelops.gpu.node_probe) (give it the paths
+        of P(accelops.gpu.node_file_paths#filter)). Where that read finds every destination as wanted (kind, owner,
+        group, mode, link target, and the SHA-1 of the rendered content), the task is decided on the controller and
+        the node is not called; otherwise the node is read and written as without it.
+      - The read must be of this run and before anything else wrote these paths; a read that is stale says
+        "unchanged" for what changed since.
+    type: dict
   owner:
     description:
       - The owner of every entry that names none.
@@ -176,6 +185,11 @@ changed_paths:
   type: list
   elements: str
   sample: [/etc/accelops-gpu/gpu-settings.json]
+read:
+  description: C(known) where the task was decided from O(known) without a call on the node, C(node) otherwise.
+  returned: success
+  type: str
+  sample: known
 files:
   description: Each destination as it was put in place, in order.
   returned: success
@@ -230,6 +244,7 @@ ARGUMENT_SPEC = dict(
     group=dict(type="str"),
     mode=dict(type="str", default="0644"),
     directory_mode=dict(type="str", default="0755"),
+    known=dict(type="dict"),
 )
 # What the action plugin turns into content on the controller; the node is never given these.
 CONTROLLER_ONLY = ("template", "file", "module_utils", "program", "lib")

@@ -17,3 +17,7 @@ class ReportError(ValueError):
 
 class SlurmError(ValueError):
     """Input from which Slurm's view of a node cannot be told; the message names the GPU or the field."""
+
+
+class NodeFilesError(ValueError):
+    """An entry of accelops.gpu.node_files that cannot be put in place; the message names the field."""

@@ -226,3 +226,33 @@ def test_node_program_runs_on_what_is_shipped(workdir, tmp_path, name):
                                                                                              module)],
                                capture_output=True, text=True, check=False, timeout=60)
         assert alone.returncode == 0, "%s: %s" % (module, alone.stderr)
+
+
+def test_decided_from_an_earlier_read(workdir, tmp_path):
+    """With known (node_probe's files of the same entries), a converged run is decided without a call on the node
+    and a drifted one goes to the node; the paths node_probe reads come from the entries (node_file_paths)."""
+    playbook = tmp_path / "known.yml"
+    playbook.write_text(
+        "- hosts: all\n  gather_facts: false\n  vars:\n    entries:\n"
+        "      - {dest: %(t)s/etc, directory: true}\n      - {dest: %(t)s/etc/a, content: \"a\\n\", mode: \"0600\"}\n"
+        "      - {dest: %(t)s/bin/apply, program: apply-gpu-settings, lib: %(t)s/lib}\n"
+        "      - {dest: %(t)s/link, link: %(t)s/etc/a}\n"
+        "  tasks:\n    - {ansible.builtin.file: {path: %(t)s/bin, state: directory, mode: \"0755\"}}\n"
+        "    - accelops.gpu.node_probe:\n        files: \"{{ entries | accelops.gpu.node_file_paths }}\"\n"
+        "      register: read\n"
+        "    - accelops.gpu.node_files:\n        files: \"{{ entries }}\"\n        known: \"{{ read.files }}\"\n"
+        "      register: written\n"
+        "    - ansible.builtin.debug: {msg: \"NODE_FILES {{ written | to_json }}\"}\n" % {"t": tmp_path})
+    reads = []
+    for run in range(3):
+        out = subprocess.run(["ansible-playbook", "-i", str(workdir / "inventory.yml"), str(playbook)], cwd=workdir,
+                             env=ansible_env(), capture_output=True, text=True, check=False, timeout=120)
+        assert out.returncode == 0, out.stdout[-3000:]
+        result = node_files_result(out.stdout)
+        reads.append((result["read"], len(result["changed_paths"])))
+        if run == 1:
+            os.chmod(tmp_path / "etc" / "a", 0o644)
+    # First run: written by the node (the 4 entries stand for 15 paths: the program's lib is 6 directories and 5
+    # files); second: decided from the read; third: the mode drift seen in the read, put back by the node.
+    assert reads == [("node", 15), ("known", 0), ("node", 1)]
+    assert stat.S_IMODE(os.stat(tmp_path / "etc" / "a").st_mode) == 0o600

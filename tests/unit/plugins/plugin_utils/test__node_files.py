@@ -1,0 +1,108 @@
+"""The node_files action's checks of its arguments (one clear error naming the field, before anything is read), the
+paths an entry list stands for, and the decision from an earlier read."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import NodeFilesError
+from ansible_collections.accelops.gpu.plugins.plugin_utils._node_files import check_args, paths, settled
+
+GOOD = {"dest": "/etc/x", "content": "x\n"}
+
+
+def test_good():
+    files = [GOOD, {"dest": "/d", "directory": True, "mode": "0700", "owner": "root", "group": "root"},
+             {"dest": "/l", "link": "/etc/x"}, {"dest": "/lib", "module_utils": ["_nvml"]},
+             {"dest": "/t", "template": "a.j2"}, {"dest": "/f", "file": "a.py", "mode": "755"}]
+    assert check_args({"files": files, "owner": "root", "mode": "0644", "directory_mode": "0755"}) == files
+
+
+@pytest.mark.parametrize("args, message", [
+    ({}, "files must be a non-empty list"),
+    ({"files": []}, "files must be a non-empty list"),
+    ({"files": "x"}, "files must be a non-empty list"),
+    ({"files": [GOOD], "force": True}, "unknown option force; allowed: directory_mode, files, group, known, mode, "
+                                       "owner"),
+    ({"files": [GOOD], "known": ["x"]}, "known must be node_probe's files"),
+    ({"files": [GOOD], "mode": 644}, "mode must be three or four octal digits as a quoted string such as '0644', "
+                                     "got 644 (a YAML number; quote it)"),
+    ({"files": [GOOD], "directory_mode": "rwx"}, "directory_mode must be three or four octal digits"),
+    ({"files": [GOOD], "owner": "root\nx"}, "owner must be a user or group name"),
+    ({"files": ["x"]}, "files[0] must be a dict"),
+    ({"files": [{"dest": "x", "content": "y"}]}, "files[0].dest must be an absolute path"),
+    ({"files": [{"dest": "/x\n", "content": "y"}]}, "files[0].dest must be an absolute path"),
+    ({"files": [{"dest": "/x"}]}, "files[0] (/x) must have exactly one of template, file, module_utils, program, "
+                                  "content, directory, link, got none"),
+    ({"files": [{"dest": "/x", "content": "a", "template": "b"}]}, "got template, content"),
+    ({"files": [{"dest": "/x", "content": 3}]}, "files[0] (/x).content must be a string, got int"),
+    ({"files": [{"dest": "/x", "directory": "yes"}]}, "files[0] (/x).directory must be true"),
+    ({"files": [{"dest": "/x", "module_utils": "_nvml"}]}, "module_utils must be a non-empty list"),
+    ({"files": [{"dest": "/x", "link": "/y\n"}]}, "link must be a path without a newline"),
+    ({"files": [{"dest": "/x", "link": "/y", "mode": "0644"}]}, "a link has no mode of its own"),
+    ({"files": [{"dest": "/x", "content": "y", "group": "a:b"}]}, "files[0] (/x).group must be a user or group"),
+    ({"files": [GOOD, {"dest": "/x", "content": "y", "mode": "0o644"}]}, "files[1] (/x).mode must be three or four"),
+    ({"files": [{"dest": "/x", "content": "y", "checksum": "abc"}]}, "files[0]: unknown key checksum"),
+    ({"files": [{"dest": "/x", "content": "y", "lib": "/l"}]}, "lib must be an absolute path, and is given only with"),
+    ({"files": [{"dest": "/x", "program": "p", "lib": "l"}]}, "lib must be an absolute path"),
+    ({"files": [{"dest": "/x", "directory": True, "secret": True}]}, "secret applies to a file's text"),
+    ({"files": [{"dest": "/x", "content": "y", "secret": "yes"}]}, "secret must be true or false"),
+])
+def test_refused(args, message):
+    with pytest.raises(NodeFilesError) as caught:
+        check_args(args)
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("node_files: ")
+
+
+def test_paths_expand_trees_and_programs():
+    files = [{"dest": "/etc/a", "directory": True}, {"dest": "/etc/a/b.conf", "template": "b.j2"},
+             {"dest": "/usr/local/libexec/x/apply", "program": "apply-gpu-settings", "lib": "/usr/local/lib/x"}]
+    utils = "/usr/local/lib/x/ansible_collections/accelops/gpu/plugins/module_utils"
+    assert paths(files) == ["/etc/a", "/etc/a/b.conf", "/usr/local/lib/x", "/usr/local/lib/x/ansible_collections",
+                            "/usr/local/lib/x/ansible_collections/accelops",
+                            "/usr/local/lib/x/ansible_collections/accelops/gpu",
+                            "/usr/local/lib/x/ansible_collections/accelops/gpu/plugins", utils,
+                            *("%s/%s.py" % (utils, name) for name in ("_gpu_apply", "_gpu_config", "_gpu_mig",
+                                                                      "_numbers", "_nvml")),
+                            "/usr/local/libexec/x/apply"]
+    with pytest.raises(NodeFilesError, match="files\\[0\\] must be a dict"):
+        paths(["/etc/a"])
+
+
+SHA1_X = "11f6ad8ec52a2984abaafd7c3b516503785c2072"  # sha1 of "x"
+NODE = [{"dest": "/d", "directory": True}, {"dest": "/d/f", "content": "x", "mode": "0600"},
+        {"dest": "/d/l", "link": "/d/f"}]
+KNOWN = {"/d": {"exists": True, "type": "directory", "mode": "0755", "owner": "root", "group": "root"},
+         "/d/f": {"exists": True, "type": "file", "mode": "0600", "owner": "root", "group": "root",
+                  "checksum": SHA1_X},
+         "/d/l": {"exists": True, "type": "link", "mode": "0777", "owner": "root", "group": "root", "target": "/d/f"}}
+
+
+def test_settled_from_the_read():
+    answer = settled(NODE, {"owner": "root", "group": "root"}, KNOWN)
+    assert answer["changed"] is False and answer["changed_paths"] == [] and answer["read"] == "known"
+    assert [item["dest"] for item in answer["files"]] == ["/d", "/d/f", "/d/l"]
+    assert answer["files"][1]["checksum"] == SHA1_X
+
+
+@pytest.mark.parametrize("path, change", [
+    ("/d", {"mode": "0750"}),
+    ("/d", {"type": "file"}),
+    ("/d/f", {"checksum": "0" * 40}),
+    ("/d/f", {"checksum": None, "error": "too large"}),
+    ("/d/f", {"owner": "nobody"}),
+    ("/d/f", {"exists": False}),
+    ("/d/l", {"target": "/elsewhere"}),
+])
+def test_not_settled_when_anything_differs(path, change):
+    known = {key: dict(value) for key, value in KNOWN.items()}
+    known[path].update(change)
+    assert settled(NODE, {"owner": "root", "group": "root"}, known) is None
+
+
+def test_not_settled_when_a_path_was_not_read():
+    known = dict(KNOWN)
+    del known["/d/l"]
+    assert settled(NODE, {}, known) is None
+    assert settled(NODE, {"directory_mode": "0700"}, KNOWN) is None
