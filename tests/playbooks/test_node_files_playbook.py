@@ -221,9 +221,8 @@ def test_node_program_runs_on_what_is_shipped(workdir, tmp_path, name):
     assert set(ast.literal_eval(imported)) <= set(shipped)
     assert "ANSIBLE []" in run.stdout
     for module in shipped:
-        alone = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); import "
-                                "ansible_collections.accelops.gpu.plugins.module_utils.%s" % (str(tmp_path / "lib"),
-                                                                                             module)],
+        source = "import sys; sys.path.insert(0, %r); import ansible_collections.accelops.gpu.plugins.module_utils.%s"
+        alone = subprocess.run([sys.executable, "-I", "-c", source % (str(tmp_path / "lib"), module)],
                                capture_output=True, text=True, check=False, timeout=60)
         assert alone.returncode == 0, "%s: %s" % (module, alone.stderr)
 
