@@ -11,9 +11,9 @@ A scrape never fails: whatever goes wrong (NVML missing, the driver not loaded, 
 reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporter_error_info, with the health verdict
 "unknown", not as a crash or an empty page.
 
-Usage (on the node, with pynvml and prometheus_client importable): python -m ...module_utils._exporter
-[--listen HOST:PORT [--web.config.file PATH] | --textfile PATH [--interval SECONDS]] [--hostname NAME]
-[--sysfs-root DIR]
+Run on the node by its program, node_programs/accelops-gpu-exporter.py (with pynvml and prometheus_client
+importable): accelops-gpu-exporter --lib DIR [--listen HOST:PORT [--web.config.file PATH] | --textfile PATH
+[--interval SECONDS]] [--hostname NAME] [--sysfs-root DIR]
 """
 
 from __future__ import annotations

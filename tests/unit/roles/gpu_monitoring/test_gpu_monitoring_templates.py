@@ -1,12 +1,12 @@
 """gpu_monitoring's exporter unit, its web configuration and node_exporter's options, rendered by Ansible's own
-templating as the role renders them: the command line of each output, the sandbox, TLS and the users."""
+templating as the role renders them: the command line of each output, the sandbox, TLS and the users; and the files
+the role declares for accelops.gpu.node_files."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-import yaml
 from rolevars import Batch, role_files
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _exporter
@@ -17,12 +17,6 @@ UNIT = (ROLE / "templates" / "accelops-gpu-exporter.service.j2").read_text()
 NODE_EXPORTER = (ROLE / "templates" / "prometheus-node-exporter.j2").read_text()
 WEB = (ROLE / "templates" / "web-config.yml.j2").read_text()
 HASH = "$2b$12$" + "K1bS0Lh6b2L0m4yq9U7pLe" + "x" * 31
-
-
-def unit_args():
-    tasks = yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
-    task = next(t for t in tasks if t["name"] == "Install the exporter's unit")
-    return task["vars"]["__gpu_monitoring_args"]
 
 
 BATCH = Batch()
@@ -39,8 +33,9 @@ CASES = {
 }
 KEYS = {name: BATCH.add(role_files("gpu_monitoring"), dict(variables, ansible_managed="Ansible managed"),
                         [("unit", UNIT), ("node_exporter", NODE_EXPORTER), ("web", WEB),
-                         ("scheme", "{{ __gpu_monitoring_scheme }}"), ("auth", "{{ __gpu_monitoring_auth | bool }}")],
-                        {"__gpu_monitoring_args": unit_args()})
+                         ("scheme", "{{ __gpu_monitoring_scheme }}"), ("auth", "{{ __gpu_monitoring_auth | bool }}"),
+                         ("files", "{{ __gpu_monitoring_files }}"),
+                         ("node_exporter_files", "{{ __gpu_monitoring_node_exporter_files }}")])
         for name, variables in CASES.items()}
 
 
@@ -50,11 +45,13 @@ def settings(text):
 
 def test_http_serves_on_the_listen_address():
     lines = settings(BATCH[KEYS["http"]]["unit"])
-    assert ("ExecStart=/opt/accelops-gpu/nvml/bin/python -m "
-            "ansible_collections.accelops.gpu.plugins.module_utils._exporter --listen :9400 "
+    assert ("ExecStart=/opt/accelops-gpu/nvml/bin/python /usr/local/libexec/accelops-gpu/accelops-gpu-exporter "
+            "--lib /usr/local/lib/accelops-gpu --listen :9400 "
             "--web.config.file /etc/accelops-gpu-exporter/web-config.yml") in lines
     assert "User=accelops-gpu-exporter" in lines and "Group=accelops-gpu-exporter" in lines
-    assert "Environment=PYTHONPATH=/usr/local/lib/accelops-gpu" in lines
+    # The program puts its --lib on sys.path itself; no bytecode is written beside the shipped code.
+    assert "Environment=PYTHONDONTWRITEBYTECODE=1" in lines
+    assert not [line for line in lines if line.startswith("Environment=PYTHONPATH")]
     # Nothing to write: no path is writable.
     assert not [line for line in lines if line.startswith("ReadWritePaths=")]
     for setting in ("NoNewPrivileges=true", "CapabilityBoundingSet=", "ProtectSystem=full", "ProtectHome=true",
@@ -65,7 +62,8 @@ def test_http_serves_on_the_listen_address():
 def test_textfile_writes_every_interval_and_only_there():
     lines = settings(BATCH[KEYS["textfile"]]["unit"])
     assert next(line for line in lines if line.startswith("ExecStart=")).endswith(
-        "_exporter --textfile /var/lib/prometheus/node-exporter/accelops-gpu.prom --interval 5 --hostname dgx-01 "
+        "accelops-gpu-exporter --lib /usr/local/lib/accelops-gpu "
+        "--textfile /var/lib/prometheus/node-exporter/accelops-gpu.prom --interval 5 --hostname dgx-01 "
         "--sysfs-root /etc/accelops-sim/sys")
     assert "ReadWritePaths=/var/lib/prometheus/node-exporter" in lines
 
@@ -115,3 +113,21 @@ def test_the_exporter_reads_the_roles_web_configuration(tmp_path):
     path.write_text(BATCH[KEYS["tls"]]["web"] + "\n")
     with pytest.raises(_exporter.WebConfigError, match=r"cannot load the certificate /etc/ssl/certs/node1\.pem"):
         _exporter.WebConfig.load(str(path))
+
+
+def test_the_declared_files():
+    """The program with its code, the web configuration only for output http (its group's, kept out of --diff), the
+    unit last; node_exporter's options apart, for their own task and restart."""
+    http = BATCH[KEYS["http"]]["files"]
+    assert [entry["dest"] for entry in http] == [
+        "/usr/local/libexec/accelops-gpu", "/usr/local/libexec/accelops-gpu/accelops-gpu-exporter",
+        "/etc/accelops-gpu-exporter", "/etc/accelops-gpu-exporter/web-config.yml",
+        "/etc/systemd/system/accelops-gpu-exporter.service"]
+    assert http[1] == {"dest": "/usr/local/libexec/accelops-gpu/accelops-gpu-exporter",
+                       "program": "accelops-gpu-exporter", "lib": "/usr/local/lib/accelops-gpu"}
+    assert http[3] == {"dest": "/etc/accelops-gpu-exporter/web-config.yml", "template": "web-config.yml.j2",
+                       "group": "accelops-gpu-exporter", "mode": "0640", "secret": True}
+    textfile = BATCH[KEYS["textfile"]]["files"]
+    assert [entry["dest"] for entry in textfile] == [http[0]["dest"], http[1]["dest"], http[4]["dest"]]
+    assert BATCH[KEYS["node_exporter"]]["node_exporter_files"] == [
+        {"dest": "/etc/default/prometheus-node-exporter", "template": "prometheus-node-exporter.j2"}]
