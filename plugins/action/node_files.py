@@ -15,10 +15,11 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils._closure import ClosureError, program, tree
 
-SOURCES = ("template", "file", "module_utils", "program", "content", "directory", "link")
+SOURCES = ("template", "file", "module_utils", "program", "content", "base64", "directory", "link")
 KEYS = set(SOURCES) | {"dest", "owner", "group", "mode", "lib", "secret"}
 TOP = {"files", "owner", "group", "mode", "directory_mode"}
 MODE = re.compile(r"\A[0-7]{3,4}\Z")
+BASE64 = re.compile(r"\A(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z")
 # ansible.builtin.template's defaults, which the rendering here keeps so that both give the same text.
 OVERRIDES_217 = {"trim_blocks": True, "lstrip_blocks": False}
 OVERRIDES_219 = dict(OVERRIDES_217, newline_sequence="\n")
@@ -77,6 +78,8 @@ def check_args(args):
                 _fail("%s.module_utils must be a non-empty list of names such as _gpu_config, got %r" % (where, value))
         elif source != "directory" and not isinstance(value, str):
             _fail("%s.%s must be a string, got %s" % (where, source, type(value).__name__))
+        if source == "base64" and not BASE64.match(value):
+            _fail("%s.base64 must be base64 text (A-Z, a-z, 0-9, +, / and = at the end)" % where)
         if source == "link" and (not value or "\0" in value or "\n" in value):
             _fail("%s.link must be a path without a newline or NUL" % where)
         for key in ("owner", "group"):
@@ -90,8 +93,8 @@ def check_args(args):
             _fail("%s.lib must be an absolute path, and is given only with program" % where)
         if entry.get("secret") not in (None, True, False):
             _fail("%s.secret must be true or false, got %r" % (where, entry["secret"]))
-        if entry.get("secret") and source not in ("template", "file", "content"):
-            _fail("%s.secret applies to a file's text (template, file or content)" % where)
+        if entry.get("secret") and source not in ("template", "file", "content", "base64"):
+            _fail("%s.secret applies to a file's text or bytes (template, file, content or base64)" % where)
     return files
 
 
@@ -152,6 +155,8 @@ class ActionModule(ActionBase):
                                content=self._read(None, source, dest))]
         if entry.get("content") is not None:
             return [dict(common, dest=dest, content=entry["content"])]
+        if entry.get("base64") is not None:
+            return [dict(common, dest=dest, base64=entry["base64"])]
         if entry.get("directory"):
             return [dict(common, dest=dest, directory=True)]
         return [dict(common, dest=dest, link=entry["link"])]
