@@ -8,6 +8,8 @@ it). Nothing is changed before every entry has been checked."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import grp
 import hashlib
 import os
@@ -15,8 +17,9 @@ import pwd
 import stat
 import tempfile
 
-# The kinds of entry the node is given (the action plugin turns templates, role files and module_utils into content).
-KINDS = ("content", "directory", "link")
+# The kinds of entry the node is given (the action plugin turns templates, role files and module_utils into content);
+# a file's bytes come as content (text) or as base64 (any bytes, such as a key).
+KINDS = ("content", "base64", "directory", "link")
 # A file's before and after text are shown in --diff up to this size (Ansible's own max_diff_size default).
 DIFF_LIMIT = 104448
 # A destination is compared by content up to this size; a larger file is rewritten.
@@ -28,12 +31,13 @@ class FilesError(Exception):
 
 
 def entry_kind(entry):
-    """Which of content, directory and link an entry (a dict of the node's argument spec) is."""
+    """Which of content (given as text or as base64), directory and link an entry (a dict of the node's argument
+    spec) is."""
     kinds = [kind for kind in KINDS if entry.get(kind) not in (None, False)]
     if len(kinds) != 1:
-        raise FilesError("%s: exactly one of content, directory or link must be given to the node, got %s"
+        raise FilesError("%s: exactly one of content, base64, directory or link must be given to the node, got %s"
                          % (entry.get("dest"), ", ".join(kinds) or "none"))
-    return kinds[0]
+    return "content" if kinds[0] == "base64" else kinds[0]
 
 
 def parse_mode(value, path):
@@ -101,7 +105,9 @@ def plan(entries, check_mode=False):
                 raise FilesError("%s: link must be a non-empty path without NUL" % path)
         else:
             item["mode"] = parse_mode(entry.get("mode"), path)
-            if kind == "content":
+            if kind == "content" and entry.get("base64") is not None:
+                item["data"] = decode_base64(entry["base64"], path)
+            elif kind == "content":
                 content = entry["content"]
                 item["data"] = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
         seen.add(path)
@@ -109,6 +115,14 @@ def plan(entries, check_mode=False):
             seen.update(ancestors(path))
         planned.append(item)
     return planned
+
+
+def decode_base64(value, path):
+    """A file's bytes given as base64 text."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, TypeError, ValueError):
+        raise FilesError("%s: base64 must be base64 text (A-Z, a-z, 0-9, +, / and = at the end)" % path) from None
 
 
 def ancestors(path):

@@ -37,7 +37,7 @@ options:
     description:
       - The destinations, in the order they are put in place. Each has O(files[].dest) and exactly one of
         O(files[].template), O(files[].file), O(files[].module_utils), O(files[].program), O(files[].content),
-        O(files[].directory) and O(files[].link).
+        O(files[].base64), O(files[].directory) and O(files[].link).
     type: list
     elements: dict
     required: true
@@ -83,6 +83,11 @@ options:
       content:
         description:
           - The file's text, as given.
+        type: str
+      base64:
+        description:
+          - The file's bytes as base64 text, for a file that is not text (a key such as munge's). Decoded on the node;
+            with O(files[].secret), neither the text nor its checksum is shown.
         type: str
       directory:
         description:
@@ -231,6 +236,7 @@ ENTRY = dict(
     program=dict(type="str"),
     lib=dict(type="str"),
     content=dict(type="str"),
+    base64=dict(type="str", no_log=True),
     secret=dict(type="bool", default=False),
     directory=dict(type="bool"),
     link=dict(type="str"),

@@ -7,6 +7,8 @@ whether an earlier read of them (node_probe's files) already finds every one as 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import re
 
@@ -14,10 +16,11 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._closure import Closu
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import NodeFilesError
 
 # What an entry can be; exactly one per entry.
-SOURCES = ("template", "file", "module_utils", "program", "content", "directory", "link")
+SOURCES = ("template", "file", "module_utils", "program", "content", "base64", "directory", "link")
 KEYS = set(SOURCES) | {"dest", "owner", "group", "mode", "lib", "secret"}
 TOP = {"files", "owner", "group", "mode", "directory_mode", "known"}
 MODE = re.compile(r"\A[0-7]{3,4}\Z")
+BASE64 = re.compile(r"\A(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z")
 # A user or group name as useradd allows it (no newline, colon or path separator can reach the node's lookups).
 ACCOUNT = re.compile(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]*\$?\Z")
 
@@ -75,6 +78,8 @@ def check_args(args):
                 _fail("%s.module_utils must be a non-empty list of names such as _gpu_config, got %r" % (where, value))
         elif source != "directory" and not isinstance(value, str):
             _fail("%s.%s must be a string, got %s" % (where, source, type(value).__name__))
+        if source == "base64" and not BASE64.match(value):
+            _fail("%s.base64 must be base64 text (A-Z, a-z, 0-9, +, / and = at the end)" % where)
         if source == "link" and (not value or "\0" in value or "\n" in value):
             _fail("%s.link must be a path without a newline or NUL" % where)
         for key in ("owner", "group"):
@@ -88,8 +93,8 @@ def check_args(args):
             _fail("%s.lib must be an absolute path, and is given only with program" % where)
         if entry.get("secret") not in (None, True, False):
             _fail("%s.secret must be true or false, got %r" % (where, entry["secret"]))
-        if entry.get("secret") and source not in ("template", "file", "content"):
-            _fail("%s.secret applies to a file's text (template, file or content)" % where)
+        if entry.get("secret") and source not in ("template", "file", "content", "base64"):
+            _fail("%s.secret applies to a file's text or bytes (template, file, content or base64)" % where)
     return files
 
 
@@ -115,6 +120,8 @@ def expand(entry, args, read):
         return [*lib, dict(common, dest=dest, mode=entry.get("mode") or "0755", content=read(None, source, dest))]
     if entry.get("content") is not None:
         return [dict(common, dest=dest, content=entry["content"])]
+    if entry.get("base64") is not None:
+        return [dict(common, dest=dest, base64=entry["base64"])]
     if entry.get("directory"):
         return [dict(common, dest=dest, directory=True)]
     if entry.get("link") is not None:
@@ -159,6 +166,16 @@ def _octal(mode):
     return "%04o" % int(mode, 8)
 
 
+def _data(item):
+    """A node file entry's bytes: its text, or its base64 decoded."""
+    if item.get("base64") is not None:
+        try:
+            return base64.b64decode(item["base64"], validate=True)
+        except (binascii.Error, ValueError):
+            _fail("%s.base64 must be base64 text" % item["dest"])
+    return item["content"].encode("utf-8", "surrogateescape")
+
+
 def settled(node, args, known):
     """The node_files result for node entries that the earlier read (node_probe's files, known) already finds as
     wanted, every one of them: the same owner, group, mode, kind, link target and SHA-1 of the content; None where any
@@ -186,7 +203,7 @@ def settled(node, args, known):
         if kind == "link" and state.get("target") != item["link"]:
             return None
         if kind == "file":
-            checksum = hashlib.sha1(item["content"].encode("utf-8", "surrogateescape")).hexdigest()  # nosec
+            checksum = hashlib.sha1(_data(item)).hexdigest()  # nosec
             if state.get("checksum") != checksum:
                 return None
             if not item.get("secret"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import grp
 import os
 import pwd
@@ -82,8 +83,8 @@ def test_a_link_in_place_of_a_file_is_replaced_not_followed(tmp_path):
     ({"dest": "{root}/x", "content": "x", "mode": 420}, "mode must be three or four octal digits"),
     ({"dest": "{root}/x", "content": "x", "mode": "0644", "owner": "no-such-user-here"}, "owner no-such-user-here"),
     ({"dest": "{root}/x", "content": "x", "mode": "0644", "group": "no-such-group-here"}, "group no-such-group-here"),
-    ({"dest": "{root}/x", "mode": "0644"}, "exactly one of content, directory or link"),
-    ({"dest": "{root}/x", "content": "x", "link": "/y", "mode": "0644"}, "exactly one of content, directory or link"),
+    ({"dest": "{root}/x", "mode": "0644"}, "exactly one of content, base64, directory or link"),
+    ({"dest": "{root}/x", "content": "x", "link": "/y", "mode": "0644"}, "exactly one of content, base64"),
     ({"dest": "{root}/dir", "content": "x", "mode": "0644"}, "is a directory; it is left alone"),
     ({"dest": "{root}/file", "directory": True, "mode": "0755"}, "is a file, not a directory"),
     ({"dest": "{root}/fifo", "content": "x", "mode": "0644"}, "is a fifo, socket or device"),
@@ -145,3 +146,18 @@ def test_check_mode_counts_a_group_made_earlier_in_the_run(tmp_path):
     assert _files.apply(wanted, check_mode=True)[2][0]["differs"] == ["group"]
     with pytest.raises(_files.FilesError, match="group no-such-group-yet is not a group on this node"):
         _files.apply(wanted)
+
+
+def test_base64_bytes_are_written_as_they_are_and_kept_secret(tmp_path):
+    """A binary key (munge's) given as base64: written byte for byte, compared by its bytes, shown in no diff."""
+    key = bytes(range(256)) * 4
+    wanted = [{"dest": str(tmp_path / "munge.key"), "base64": base64.b64encode(key).decode(), "mode": "0400",
+               "secret": True}]
+    changed, diffs, results = _files.apply(wanted, want_diff=True)
+    assert changed == [str(tmp_path / "munge.key")]
+    assert (tmp_path / "munge.key").read_bytes() == key
+    assert stat.S_IMODE(os.stat(tmp_path / "munge.key").st_mode) == 0o400
+    assert "checksum" not in results[0] and "content: (secret, not shown)" in diffs[0]["after"]
+    assert _files.apply(wanted)[0] == []
+    with pytest.raises(_files.FilesError, match="base64 must be base64 text"):
+        _files.apply([dict(wanted[0], base64="not base64!")])

@@ -14,7 +14,8 @@ GOOD = {"dest": "/etc/x", "content": "x\n"}
 def test_good():
     files = [GOOD, {"dest": "/d", "directory": True, "mode": "0700", "owner": "root", "group": "root"},
              {"dest": "/l", "link": "/etc/x"}, {"dest": "/lib", "module_utils": ["_nvml"]},
-             {"dest": "/t", "template": "a.j2"}, {"dest": "/f", "file": "a.py", "mode": "755"}]
+             {"dest": "/t", "template": "a.j2"}, {"dest": "/f", "file": "a.py", "mode": "755"},
+             {"dest": "/k", "base64": "AP8=", "secret": True, "mode": "0400"}]
     assert check_args({"files": files, "owner": "root", "mode": "0644", "directory_mode": "0755"}) == files
 
 
@@ -33,7 +34,9 @@ def test_good():
     ({"files": [{"dest": "x", "content": "y"}]}, "files[0].dest must be an absolute path"),
     ({"files": [{"dest": "/x\n", "content": "y"}]}, "files[0].dest must be an absolute path"),
     ({"files": [{"dest": "/x"}]}, "files[0] (/x) must have exactly one of template, file, module_utils, program, "
-                                  "content, directory, link, got none"),
+                                  "content, base64, directory, link, got none"),
+    ({"files": [{"dest": "/x", "base64": "a2V5\n"}]}, "files[0] (/x).base64 must be base64 text"),
+    ({"files": [{"dest": "/x", "base64": "a2V"}]}, "files[0] (/x).base64 must be base64 text"),
     ({"files": [{"dest": "/x", "content": "a", "template": "b"}]}, "got template, content"),
     ({"files": [{"dest": "/x", "content": 3}]}, "files[0] (/x).content must be a string, got int"),
     ({"files": [{"dest": "/x", "directory": "yes"}]}, "files[0] (/x).directory must be true"),
@@ -106,3 +109,13 @@ def test_not_settled_when_a_path_was_not_read():
     del known["/d/l"]
     assert settled(NODE, {}, known) is None
     assert settled(NODE, {"directory_mode": "0700"}, KNOWN) is None
+
+
+def test_settled_compares_base64_as_bytes():
+    node = [{"dest": "/k", "base64": "AP8=", "mode": "0400", "secret": True}]
+    known = {"/k": {"exists": True, "type": "file", "mode": "0400", "owner": "munge", "group": "munge",
+                    "checksum": "aa3e5dcdd77b153f2e59bd0d8794fde33cb4e486"}}  # sha1 of b"\x00\xff"
+    answer = settled(node, {"owner": "munge", "group": "munge"}, known)
+    assert answer["files"] == [{"dest": "/k", "state": "file", "changed": False, "differs": []}]
+    known["/k"]["checksum"] = SHA1_X
+    assert settled(node, {}, known) is None

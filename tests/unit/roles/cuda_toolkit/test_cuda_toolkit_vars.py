@@ -286,6 +286,24 @@ def test_service_units(key):
     assert BATCH[key]["__cuda_toolkit_units"] == ["jupyterhub.service", "trainer@1.service"]
 
 
+@pytest.mark.parametrize("key, expected", [
+    (case(DEBIAN12, ["__cuda_toolkit_files"], cuda_toolkit_services=[]), []),
+    (case(RHEL9, ["__cuda_toolkit_files"], cuda_toolkit_services=["jupyterhub", "trainer@1.service"]),
+     ["jupyterhub.service", "trainer@1.service"]),
+], ids=["debian12-no-services", "rhel9-two-services"])
+def test_files_declared_once(key, expected):
+    """Every file, directory and drop-in the role writes is one node_files entry: the environment files of the
+    distribution, then each service's drop-in directory before its drop-in."""
+    environment = "/etc/sysconfig/cuda" if expected else "/etc/default/cuda"
+    wanted = [{"dest": "/etc/profile.d/cuda.sh", "template": "cuda.sh.j2"},
+              {"dest": environment, "template": "cuda.env.j2"},
+              {"dest": "/etc/ld.so.conf.d/accelops-cuda.conf", "template": "ld.so.conf.j2"}]
+    wanted += [{"dest": "/etc/systemd/system/%s.d" % unit, "directory": True} for unit in expected]
+    wanted += [{"dest": "/etc/systemd/system/%s.d/accelops-cuda-environment.conf" % unit,
+                "template": "environment-dropin.conf.j2"} for unit in expected]
+    assert BATCH[key]["__cuda_toolkit_files"] == wanted
+
+
 MIRROR_RELEASES = [".".join(cuda["release"].split(".")[:2]) for cuda in MIRROR.CUDA_RELEASES]
 
 

@@ -212,3 +212,43 @@ def test_conf_dir_check(conf_dir, ok, key):
     assert result["that"] is ok
     if not ok:
         assert result["msg"].startswith("__slurm_conf_dir: ") and result["msg"].endswith("Nothing was changed.")
+
+
+def role_value(expression, host, groups):
+    loader = DataLoader()
+    values = {}
+    for part in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml"):
+        values.update(loader.load_from_file(str(ROLE / part), trusted_as_template=True))
+    values.update({"inventory_hostname": host, "groups": groups, "ansible_facts": {"service_mgr": "systemd"}})
+    return Templar(loader=loader, variables=values).template(trust_as_template(expression))
+
+
+DROPIN = ["/etc/systemd/system/slurmd.service.d", "/etc/systemd/system/slurmd.service.d/accelops-gpu.conf"]
+
+
+@pytest.mark.parametrize("host, dirs, node_files", [
+    ("ctl", ["/etc/slurm", "/var/log/slurm", "/var/lib/slurm/slurmctld"], []),
+    ("dgx01", ["/etc/slurm", "/var/log/slurm", "/var/lib/slurm/slurmd", "/var/lib/accelops-gpu/slurm-candidate"],
+     [*DROPIN, "/etc/slurm/gres.conf", "/etc/default/slurmd"]),
+    ("both", ["/etc/slurm", "/var/log/slurm", "/var/lib/slurm/slurmctld", "/var/lib/slurm/slurmd",
+              "/var/lib/accelops-gpu/slurm-candidate"], [*DROPIN, "/etc/slurm/gres.conf", "/etc/default/slurmd"]),
+])
+def test_each_file_is_declared_once(host, dirs, node_files):
+    """The directories and files that node_files compares in one call (tasks/configure.yml): a controller's and a
+    node's own, each path once, the directories before the files in them, and each file in the group of what its
+    change needs (slurmd's drop-in a daemon-reload, slurm.conf and cgroup.conf both daemons' restart, gres.conf and
+    slurmd's options slurmd's)."""
+    groups = {"slurm_controllers": ["ctl", "both"], "gpu_nodes": ["dgx01", "both"]}
+    entries = role_value("{{ __slurm_dirs + __slurm_dropin_files + __slurm_cluster_files + __slurm_node_files }}",
+                         host, groups)
+    paths = [entry["dest"] for entry in entries]
+    assert len(set(paths)) == len(paths)
+    assert paths[:len(dirs)] == dirs and all(entry.get("directory") for entry in entries[:len(dirs)])
+    rest = paths[len(dirs):]
+    assert [path for path in rest if path in DROPIN] == node_files[:2 if node_files else 0]
+    others = ["/etc/slurm/slurm.conf", "/etc/slurm/cgroup.conf", *node_files[2:]]
+    assert [path for path in rest if path not in DROPIN] == others
+    slurm_owned = {entry["dest"] for entry in entries if entry.get("owner") == "slurm"}
+    assert slurm_owned == {"/var/log/slurm", "/var/lib/slurm/slurmctld"} & set(dirs)
+    candidates = role_value("{{ __slurm_candidate_files | map(attribute='dest') | list }}", host, groups)
+    assert all(path.startswith("/var/lib/accelops-gpu/slurm-candidate/") for path in candidates)
