@@ -21,6 +21,10 @@ mkdir -p "$work/rst"
 chmod 700 "$work" "$work/rst"  # antsibull-docs wants its directory writable by its owner alone
 antsibull-docs --config-file "$site/antsibull-docs.cfg" collection --use-current --squash-hierarchy --fail-on-error \
   --dest-dir "$work/rst" accelops.gpu >"$work/antsibull-docs.log"
+# A filter whose name starts with _ is internal (the roles' own, no compatibility promise): ansible-doc shows it, the
+# site does not. Its page and its index entries go; Sphinx then fails on any public page that still links to one.
+rm -f "$work"/rst/_*_filter.rst
+sed -i -e '/^\* :ansplugin:`_[a-z0-9_]* filter </d' -e '/^ *_[a-z0-9_]*_filter$/d' "$work/rst/index.rst"
 
 mkdir -p "$work/rst/guides"
 guides=()
@@ -54,4 +58,8 @@ DOCS_SITE_INVENTORIES=$work sphinx-build -q -b html -W --keep-going -c "$site" "
 for page in "${guides[@]}" gpu_facts_module cuda_repo_role gpu_summary_filter; do
   [ -s "$work/html/$page.html" ] || { echo "docs-site: $page.html was not built" >&2; exit 1; }
 done
+if internal=$(cd "$work/html" && compgen -G '_*_filter.html'); then
+  echo "docs-site: internal filters have pages: $internal" >&2
+  exit 1
+fi
 echo "docs-site: $work/html/index.html (${#guides[@]} guides)"

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The config_value_problems filter, documented in config_value_problems.yml."""
+"""The _config_value_problems filter, internal to the roles (no compatibility promise),
+documented in _config_value_problems.yml."""
 
 from __future__ import annotations
 
@@ -183,10 +184,10 @@ FORMATS = {
 
 def config_value_problems(value, format, name):  # pylint: disable=redefined-builtin
     if not isinstance(format, str) or format not in FORMATS:
-        raise AnsibleFilterError("config_value_problems: format must be one of %s, got %s"
+        raise AnsibleFilterError("_config_value_problems: format must be one of %s, got %s"
                                  % (", ".join(FORMATS), shown(format)))
     if not isinstance(name, str) or not name:
-        raise AnsibleFilterError("config_value_problems: name must be the variable's name, got %s" % shown(name))
+        raise AnsibleFilterError("_config_value_problems: name must be the variable's name, got %s" % shown(name))
     problems = []
     FORMATS[format](problems, name, value)
     return problems
@@ -194,4 +195,4 @@ def config_value_problems(value, format, name):  # pylint: disable=redefined-bui
 
 class FilterModule:
     def filters(self):
-        return {"config_value_problems": config_value_problems}
+        return {"_config_value_problems": config_value_problems}

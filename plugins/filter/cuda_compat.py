@@ -69,13 +69,6 @@ def tensorflow_for_cuda(*args, **kwargs):
     return _cuda_compat.tensorflow_for_cuda(*args, **kwargs)
 
 
-@_filter("gpu_architecture")
-def gpu_architecture(*args, **kwargs):
-    from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
-
-    return _cuda_compat.gpu_architecture(*args, **kwargs)
-
-
 @_filter("gpu_support_problems")
 def gpu_support_problems(*args, **kwargs):
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _cuda_compat
@@ -93,6 +86,5 @@ class FilterModule:
             "horovod_limit": horovod_limit,
             "cuda_too_new": cuda_too_new,
             "tensorflow_for_cuda": tensorflow_for_cuda,
-            "gpu_architecture": gpu_architecture,
             "gpu_support_problems": gpu_support_problems,
         }

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The dcgm_diag_problems filter, documented in dcgm_diag_problems.yml."""
+"""The _dcgm_diag_problems filter, internal to the roles (no compatibility promise),
+documented in _dcgm_diag_problems.yml."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def dcgm_diag_problems(diag):
     elif isinstance(diag, str):
         rc, stdout, stderr, msg = None, diag, "", ""
     else:
-        raise AnsibleFilterError("dcgm_diag_problems: the input must be the registered result of `dcgmi diag -r N -j` "
+        raise AnsibleFilterError("_dcgm_diag_problems: the input must be the registered result of `dcgmi diag -r N -j` "
                                  "or the text it printed, got %s" % type(diag).__name__)
     try:
         categories = _categories(json.loads(stdout))
@@ -112,4 +113,4 @@ def dcgm_diag_problems(diag):
 
 class FilterModule:
     def filters(self):
-        return {"dcgm_diag_problems": dcgm_diag_problems}
+        return {"_dcgm_diag_problems": dcgm_diag_problems}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The dkms_unbuilt filter, documented in dkms_unbuilt.yml."""
+"""The _dkms_unbuilt filter, internal to the roles (no compatibility promise),
+documented in _dkms_unbuilt.yml."""
 
 from __future__ import annotations
 
@@ -24,22 +25,22 @@ def _lines(status):
         return status.splitlines()
     if isinstance(status, (list, tuple)) and all(isinstance(line, str) for line in status):
         return list(status)
-    raise AnsibleFilterError("dkms_unbuilt: the input must be what `dkms status` printed (its registered result, "
+    raise AnsibleFilterError("_dkms_unbuilt: the input must be what `dkms status` printed (its registered result, "
                              "its lines or its text), got %s" % type(status).__name__)
 
 
 def dkms_unbuilt(status, kernels, version, module=r"\Anvidia(-current)?(-open)?\Z"):
     """The kernels (in the order given) for which `dkms status` shows no installed build of the module's version."""
     if not isinstance(kernels, (list, tuple)) or not all(isinstance(kernel, str) and kernel for kernel in kernels):
-        raise AnsibleFilterError("dkms_unbuilt: kernels must be a list of kernel releases such as 6.1.0-28-amd64, "
+        raise AnsibleFilterError("_dkms_unbuilt: kernels must be a list of kernel releases such as 6.1.0-28-amd64, "
                                  "got %s" % shown(kernels))
     if not isinstance(version, str) or not version:
-        raise AnsibleFilterError("dkms_unbuilt: version must be the driver's release such as 570.124.06, got %s"
+        raise AnsibleFilterError("_dkms_unbuilt: version must be the driver's release such as 570.124.06, got %s"
                                  % shown(version))
     try:
         pattern = re.compile(module)
     except (re.error, TypeError) as error:
-        raise AnsibleFilterError("dkms_unbuilt: module must be a regular expression for the DKMS module's name, "
+        raise AnsibleFilterError("_dkms_unbuilt: module must be a regular expression for the DKMS module's name, "
                                  "got %s (%s)" % (shown(module), error)) from error
     installed = set()
     for line in _lines(status):
@@ -53,4 +54,4 @@ def dkms_unbuilt(status, kernels, version, module=r"\Anvidia(-current)?(-open)?\
 
 class FilterModule:
     def filters(self):
-        return {"dkms_unbuilt": dkms_unbuilt}
+        return {"_dkms_unbuilt": dkms_unbuilt}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ipoib_problems filter, documented in ipoib_problems.yml."""
+"""The _ipoib_problems filter, internal to the roles (no compatibility promise),
+documented in _ipoib_problems.yml."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ MIN_MTU = 1280  # IPv6's minimum; IPoIB in datagram mode carries 2044 on a 2K fa
 def ipoib_problems(interfaces, netdevs, name="infiniband_ipoib_interfaces"):
     """Every problem of the interface definitions, as 'field: what is wrong' lines."""
     if not isinstance(name, str):
-        raise AnsibleFilterError("ipoib_problems: name must be the variable's name, got %s" % shown(name))
+        raise AnsibleFilterError("_ipoib_problems: name must be the variable's name, got %s" % shown(name))
     if not isinstance(interfaces, list):
         return ["%s: must be a list of {interface, address, mtu, mode}, got %s" % (name, shown(interfaces))]
     if netdevs is not None and not (isinstance(netdevs, (list, tuple)) and all(isinstance(n, str) for n in netdevs)):
-        raise AnsibleFilterError("ipoib_problems: netdevs must be a list of net device names, got %s" % shown(netdevs))
+        raise AnsibleFilterError("_ipoib_problems: netdevs must be a list of net device names, got %s" % shown(netdevs))
     known = list(netdevs or [])
     problems = []
     seen = set()
@@ -77,4 +78,4 @@ def _mtu_problems(field, mtu, limit, mode):
 
 class FilterModule:
     def filters(self):
-        return {"ipoib_problems": ipoib_problems}
+        return {"_ipoib_problems": ipoib_problems}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The kernel_headers_missing filter, documented in kernel_headers_missing.yml."""
+"""The _kernel_headers_missing filter, internal to the roles (no compatibility promise),
+documented in _kernel_headers_missing.yml."""
 
 from __future__ import annotations
 
@@ -28,13 +29,13 @@ def _rpm_headers(kernel, packages):
 def kernel_headers_missing(kernels, packages, family):
     """The header packages of the kernels whose headers are not installed, in the kernels' order."""
     if not isinstance(kernels, (list, tuple)) or not all(isinstance(k, str) and KERNEL.match(k) for k in kernels):
-        raise AnsibleFilterError("kernel_headers_missing: kernels must be a list of kernel releases such as "
+        raise AnsibleFilterError("_kernel_headers_missing: kernels must be a list of kernel releases such as "
                                  "6.1.0-28-amd64, got %s" % shown(kernels))
     if not isinstance(packages, dict):
-        raise AnsibleFilterError("kernel_headers_missing: packages must be ansible_facts.packages (package_facts), "
+        raise AnsibleFilterError("_kernel_headers_missing: packages must be ansible_facts.packages (package_facts), "
                                  "got %s" % type(packages).__name__)
     if family not in ("Debian", "RedHat"):
-        raise AnsibleFilterError("kernel_headers_missing: family must be Debian or RedHat, got %s" % shown(family))
+        raise AnsibleFilterError("_kernel_headers_missing: family must be Debian or RedHat, got %s" % shown(family))
     missing = []
     for kernel in kernels:
         if family == "Debian":
@@ -49,4 +50,4 @@ def kernel_headers_missing(kernels, packages, family):
 
 class FilterModule:
     def filters(self):
-        return {"kernel_headers_missing": kernel_headers_missing}
+        return {"_kernel_headers_missing": kernel_headers_missing}

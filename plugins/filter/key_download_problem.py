@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The key_download_problem filter, documented in key_download_problem.yml."""
+"""The _key_download_problem filter, internal to the roles (no compatibility promise),
+documented in _key_download_problem.yml."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ def key_download_problem(result):
     """Why a registered ansible.builtin.get_url (run with failed_when: false) did not store what it read; "" when it
     did, or when it was skipped."""
     if not isinstance(result, dict):
-        raise AnsibleFilterError("key_download_problem: expected the registered result of ansible.builtin.get_url, "
+        raise AnsibleFilterError("_key_download_problem: expected the registered result of ansible.builtin.get_url, "
                                  "got %s" % type(result).__name__)
     if result.get("skipped"):
         return ""
@@ -29,4 +30,4 @@ def key_download_problem(result):
 
 class FilterModule:
     def filters(self):
-        return {"key_download_problem": key_download_problem}
+        return {"_key_download_problem": key_download_problem}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The newest_version, package_offers and apt_outdated filters; each documented in its own <name>.yml."""
+"""The _newest_version, _package_offers and _apt_outdated filters, internal to the roles (no compatibility promise);
+each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
@@ -23,14 +24,14 @@ def _strings(value, name, what):
 def newest_version(versions, suffix="", pattern=""):
     """The newest of ``versions`` (compared as Ansible's ``version`` test does by default), among those that end
     with ``suffix`` and match ``pattern``; an empty string when none does."""
-    candidates = _strings(versions, "newest_version", "the input")
+    candidates = _strings(versions, "_newest_version", "the input")
     if not isinstance(suffix, str) or not isinstance(pattern, str):
-        raise AnsibleFilterError("newest_version: suffix and pattern must be strings")
+        raise AnsibleFilterError("_newest_version: suffix and pattern must be strings")
     try:
         wanted = re.compile(pattern) if pattern else None
     except re.error as exc:
-        raise AnsibleFilterError("newest_version: pattern %s is not a regular expression: %s" % (shown(pattern), exc)) \
-            from None
+        raise AnsibleFilterError("_newest_version: pattern %s is not a regular expression: %s"
+                                 % (shown(pattern), exc)) from None
     candidates = [v for v in candidates if v.endswith(suffix) and (wanted is None or wanted.search(v))]
     newest = ""
     for version in candidates:
@@ -38,7 +39,7 @@ def newest_version(versions, suffix="", pattern=""):
             if not newest or LooseVersion(version) > LooseVersion(newest):
                 newest = version
         except TypeError:  # LooseVersion cannot order a number against a word at the same place
-            raise AnsibleFilterError("newest_version: %s and %s cannot be compared"
+            raise AnsibleFilterError("_newest_version: %s and %s cannot be compared"
                                      % (shown(version), shown(newest))) from None
     return newest
 
@@ -49,16 +50,16 @@ def package_offers(lines, regex=None):
     accelops.gpu.node_probe's ``candidates`` (the versions apt's sources offer, for each package that has any)."""
     if regex is None:
         if not isinstance(lines, dict) or not all(isinstance(info, dict) for info in lines.values()):
-            raise AnsibleFilterError("package_offers: without a regex the input must be the candidates of "
+            raise AnsibleFilterError("_package_offers: without a regex the input must be the candidates of "
                                      "accelops.gpu.node_probe, got %s" % type(lines).__name__)
         return {name: list(info["versions"]) for name, info in lines.items() if info.get("versions")}
-    listing = _strings(lines, "package_offers", "the input")
+    listing = _strings(lines, "_package_offers", "the input")
     try:
         offer = re.compile(regex)
     except (re.error, TypeError) as exc:
-        raise AnsibleFilterError("package_offers: %s is not a regular expression: %s" % (shown(regex), exc)) from None
+        raise AnsibleFilterError("_package_offers: %s is not a regular expression: %s" % (shown(regex), exc)) from None
     if offer.groups < 2:
-        raise AnsibleFilterError("package_offers: the regular expression needs two groups, name and version")
+        raise AnsibleFilterError("_package_offers: the regular expression needs two groups, name and version")
     found = {}
     for line in listing:
         match = offer.search(line)
@@ -71,11 +72,11 @@ def apt_outdated(names, candidates):
     """The names (in the order given) that apt would install or move: not installed, not at apt's candidate, without
     a candidate, or not in ``candidates`` (accelops.gpu.node_probe's answer) at all. None when ``candidates`` is None
     (no apt on the node): every name."""
-    wanted = _strings(names, "apt_outdated", "the input")
+    wanted = _strings(names, "_apt_outdated", "the input")
     if candidates is None:
         return wanted
     if not isinstance(candidates, dict):
-        raise AnsibleFilterError("apt_outdated: candidates must be the candidates of accelops.gpu.node_probe, got %s"
+        raise AnsibleFilterError("_apt_outdated: candidates must be the candidates of accelops.gpu.node_probe, got %s"
                                  % type(candidates).__name__)
     outdated = []
     for name in wanted:
@@ -87,4 +88,4 @@ def apt_outdated(names, candidates):
 
 class FilterModule:
     def filters(self):
-        return {"newest_version": newest_version, "package_offers": package_offers, "apt_outdated": apt_outdated}
+        return {"_newest_version": newest_version, "_package_offers": package_offers, "_apt_outdated": apt_outdated}

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The file_matches, files_todo, running_units, alternatives_set and pip_unmet filters, each documented in its own
-<name>.yml: decisions on the controller from node_probe's reads."""
+"""The _file_matches, _running_units, _alternatives_set and _pip_unmet filters, each documented in its own
+<name>.yml: the roles' decisions on the controller from node_probe's reads (internal: no compatibility promise)."""
 
 from __future__ import annotations
 
@@ -23,56 +23,17 @@ def file_matches(state, *, kind="file", owner=None, group=None, mode=None, check
     """Whether node_probe's state of one path is what a file, copy or template task would leave: its kind, and each
     of owner, group, mode (four octal digits) and SHA-1 checksum that is given."""
     if not isinstance(state, dict):
-        raise AnsibleFilterError("file_matches: the input must be one path's state from accelops.gpu.node_probe "
+        raise AnsibleFilterError("_file_matches: the input must be one path's state from accelops.gpu.node_probe "
                                  "(its files), got %s" % type(state).__name__)
     if kind not in KINDS:
-        raise AnsibleFilterError("file_matches: kind must be one of %s, got %s" % (", ".join(KINDS), shown(kind)))
+        raise AnsibleFilterError("_file_matches: kind must be one of %s, got %s" % (", ".join(KINDS), shown(kind)))
     if mode is not None and not (isinstance(mode, str) and len(mode) == 4 and set(mode) <= OCTAL):
-        raise AnsibleFilterError("file_matches: mode must be four octal digits as a string such as '0644', got %s"
+        raise AnsibleFilterError("_file_matches: mode must be four octal digits as a string such as '0644', got %s"
                                  % shown(mode))
     if state.get("exists") is not True or state.get("type") != kind:
         return False
     wanted = {"owner": owner, "group": group, "mode": mode, "checksum": checksum}
     return all(state.get(key) == value for key, value in wanted.items() if value is not None)
-
-
-SETTINGS = ("kind", "owner", "group", "mode", "checksum")
-
-
-def files_todo(files, wanted, *, kind="file", owner=None, group=None, mode=None, checksum=None):
-    """The entries of wanted, in their order, whose path node_probe's read (its files) found not as wanted: each
-    entry is a path, or a dict with a path and any of kind, owner, group, mode and checksum of its own (in place of
-    the keywords'; null is not given; other keys are kept, for the task that writes it). A path the read did not
-    hold is an error."""
-    if not isinstance(files, dict):
-        raise AnsibleFilterError("files_todo: the input must be the files of accelops.gpu.node_probe, got %s"
-                                 % type(files).__name__)
-    if not isinstance(wanted, list):
-        raise AnsibleFilterError("files_todo: wanted must be a list of paths or of dicts with a path, got %s"
-                                 % type(wanted).__name__)
-    defaults = {"kind": kind, "owner": owner, "group": group, "mode": mode, "checksum": checksum}
-    todo = []
-    for entry in wanted:
-        if isinstance(entry, str):
-            path, settings = entry, defaults
-        elif isinstance(entry, dict) and isinstance(entry.get("path"), str):
-            path = entry["path"]
-            # A setting of the entry's that is null is not given: the keyword's stands.
-            settings = dict(defaults, **{key: entry[key] for key in SETTINGS if entry.get(key) is not None})
-        else:
-            raise AnsibleFilterError("files_todo: each entry of wanted must be a path or a dict with a path, got %s"
-                                     % shown(entry))
-        if path not in files:
-            raise AnsibleFilterError("files_todo: %s was not read: node_probe's files must include every path of "
-                                     "wanted" % path)
-        try:
-            matches = file_matches(files[path], **settings)
-        except AnsibleFilterError as error:
-            raise AnsibleFilterError("files_todo: %s: %s"
-                                     % (path, error.message.removeprefix("file_matches: "))) from None
-        if not matches:
-            todo.append(entry)
-    return todo
 
 
 def running_units(services):
@@ -81,7 +42,7 @@ def running_units(services):
     if services is None:
         return []
     if not isinstance(services, dict):
-        raise AnsibleFilterError("running_units: the input must be the services of accelops.gpu.node_probe, got %s"
+        raise AnsibleFilterError("_running_units: the input must be the services of accelops.gpu.node_probe, got %s"
                                  % type(services).__name__)
     return sorted(name for name, state in services.items()
                   if isinstance(state, dict) and state.get("active_state") == "active"
@@ -94,10 +55,10 @@ def alternatives_set(files, links, target, admin_dir="/var/lib/dpkg/alternatives
     would leave alone. The read holds each link's state file (admin_dir/NAME, read with its content) and its link
     (/etc/alternatives/NAME)."""
     if not isinstance(files, dict):
-        raise AnsibleFilterError("alternatives_set: the input must be the files of accelops.gpu.node_probe, got %s"
+        raise AnsibleFilterError("_alternatives_set: the input must be the files of accelops.gpu.node_probe, got %s"
                                  % type(files).__name__)
     if not isinstance(links, list) or not all(isinstance(link, str) for link in links):
-        raise AnsibleFilterError("alternatives_set: links must be a list of names, got %s" % shown(links))
+        raise AnsibleFilterError("_alternatives_set: links must be a list of names, got %s" % shown(links))
     found = []
     for link in links:
         admin = files.get(posixpath.join(admin_dir, link)) or {}
@@ -130,10 +91,10 @@ def pip_unmet(requirements, dist_infos):
     *.dist-info directories) are not known to meet; an empty list means that each requirement itself is installed
     (their dependencies are not read)."""
     if not isinstance(requirements, list) or not all(isinstance(item, str) for item in requirements):
-        raise AnsibleFilterError("pip_unmet: the input must be a list of requirement strings, got %s"
+        raise AnsibleFilterError("_pip_unmet: the input must be a list of requirement strings, got %s"
                                  % shown(requirements))
     if not isinstance(dist_infos, list) or not all(isinstance(item, str) for item in dist_infos):
-        raise AnsibleFilterError("pip_unmet: dist_infos must be a list of paths (node_probe's globs), got %s"
+        raise AnsibleFilterError("_pip_unmet: dist_infos must be a list of paths (node_probe's globs), got %s"
                                  % shown(dist_infos))
     installed = {}
     for path in dist_infos:
@@ -160,5 +121,5 @@ def pip_unmet(requirements, dist_infos):
 
 class FilterModule:
     def filters(self):
-        return {"file_matches": file_matches, "files_todo": files_todo, "running_units": running_units,
-                "alternatives_set": alternatives_set, "pip_unmet": pip_unmet}
+        return {"_file_matches": file_matches, "_running_units": running_units, "_alternatives_set": alternatives_set,
+                "_pip_unmet": pip_unmet}

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The signing_key_problems filter, documented in signing_key_problems.yml."""
+"""The _signing_key_problems filter, internal to the roles (no compatibility promise),
+documented in _signing_key_problems.yml."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def armor_problems(listing, source):
 
 def signing_key_problems(listing, fingerprint, source="the key file", must_sign=False):
     if not isinstance(source, str):
-        raise AnsibleFilterError("signing_key_problems: source must be text that names the file, got %s"
+        raise AnsibleFilterError("_signing_key_problems: source must be text that names the file, got %s"
                                  % type(source).__name__)
     failure, armor = None, []
     if isinstance(listing, dict) and "error" in listing:  # node_probe did not read it: a link, not a regular file
@@ -87,10 +88,11 @@ def signing_key_problems(listing, fingerprint, source="the key file", must_sign=
     elif isinstance(listing, (list, tuple)) and all(isinstance(line, str) for line in listing):
         lines = list(listing)
     else:
-        raise AnsibleFilterError("signing_key_problems: expected gpg's --with-colons output as text or lines, got %s"
+        raise AnsibleFilterError("_signing_key_problems: expected gpg's --with-colons output as text or lines, got %s"
                                  % type(listing).__name__)
     if not isinstance(fingerprint, str) or not FINGERPRINT.match(fingerprint.replace(" ", "").upper()):
-        raise AnsibleFilterError("signing_key_problems: fingerprint must be 40 hex digits, got %s" % shown(fingerprint))
+        raise AnsibleFilterError("_signing_key_problems: fingerprint must be 40 hex digits, got %s"
+                                 % shown(fingerprint))
     pinned = fingerprint.replace(" ", "").upper()
     keys = parse_keys(lines)
     primaries = [fpr for _record, fpr, primary, _validity in keys if primary]
@@ -121,4 +123,4 @@ def signing_key_problems(listing, fingerprint, source="the key file", must_sign=
 
 class FilterModule:
     def filters(self):
-        return {"signing_key_problems": signing_key_problems}
+        return {"_signing_key_problems": signing_key_problems}

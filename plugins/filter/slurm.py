@@ -63,14 +63,6 @@ def slurm_node_gres(facts, hardware=None, mig_minors=None):
     return _slurm_conf.node_gres(facts, hardware, None if mig_minors is None else _mig_minors(mig_minors))
 
 
-@_filter("slurm_gres_summary")
-def slurm_gres_summary(records):
-    """slurm.conf's Gres= value for GRES records."""
-    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
-
-    return _slurm_conf.gres_summary(records)
-
-
 @_filter("slurm_hardware")
 def slurm_hardware(output):
     """The node's hardware as slurmd -C prints it."""
@@ -97,7 +89,7 @@ def slurm_gres_conf(records, autodetect):
     return _slurm_conf.gres_conf_lines(records, autodetect)
 
 
-@_filter("slurm_gres_mismatch")
+@_filter("_slurm_gres_mismatch")
 def slurm_gres_mismatch(expected, output):
     """Where what slurmd -G detected differs from the GPU GRES records expected."""
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
@@ -105,7 +97,7 @@ def slurm_gres_mismatch(expected, output):
     return _slurm_conf.gres_mismatch(expected, _text(output, "slurmd -G", ("stdout", "stderr")))
 
 
-@_filter("slurm_node_problems")
+@_filter("_slurm_node_problems")
 def slurm_node_problems(lines, nodes):
     """What keeps the controller's view of the nodes (scontrol show node --oneliner) from their configuration."""
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
@@ -133,7 +125,7 @@ def slurm_node_states(output, names):
     return _slurm_nodes.node_states(output, names, error)
 
 
-@_filter("slurm_health_actions")
+@_filter("_slurm_health_actions")
 def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
     """Which nodes to drain or resume after a GPU health check, from scontrol show node --oneliner."""
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
@@ -143,7 +135,7 @@ def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-
     return _slurm_nodes.health_actions(lines, verdicts, drain_on, prefix)
 
 
-@_filter("slurm_maintenance")
+@_filter("_slurm_maintenance")
 def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:", slurm_user="slurm", scope=""):
     """How to drain one node for maintenance or resume it afterwards, from scontrol show node --oneliner."""
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
@@ -154,7 +146,7 @@ def slurm_maintenance(lines, node, action, reason=None, *, prefix="accelops-gpu:
                                            scope=scope)
 
 
-@_filter("slurm_allreduce_plan")
+@_filter("_slurm_allreduce_plan")
 def slurm_allreduce_plan(nodes, **settings):
     """The pairs of nodes of the all-reduce across nodes, in rounds, each with its srun (settings: framework,
     megabytes, cpu_ranks, port, timeout, wait, srun_args)."""
@@ -163,7 +155,7 @@ def slurm_allreduce_plan(nodes, **settings):
     return _slurm_allreduce.allreduce_plan(nodes, **settings)
 
 
-@_filter("slurm_allreduce_result")
+@_filter("_slurm_allreduce_result")
 def slurm_allreduce_result(job, result=None):
     """One pair of slurm_allreduce_plan, after its srun (its registered result or async_status): the record or the
     failure, and a line that says it."""
@@ -188,15 +180,14 @@ class FilterModule:
     def filters(self):
         return {
             "slurm_node_gres": slurm_node_gres,
-            "slurm_gres_summary": slurm_gres_summary,
             "slurm_hardware": slurm_hardware,
             "slurm_node_line": slurm_node_line,
             "slurm_gres_conf": slurm_gres_conf,
-            "slurm_gres_mismatch": slurm_gres_mismatch,
-            "slurm_node_problems": slurm_node_problems,
+            "_slurm_gres_mismatch": slurm_gres_mismatch,
+            "_slurm_node_problems": slurm_node_problems,
             "slurm_node_states": slurm_node_states,
-            "slurm_health_actions": slurm_health_actions,
-            "slurm_maintenance": slurm_maintenance,
-            "slurm_allreduce_plan": slurm_allreduce_plan,
-            "slurm_allreduce_result": slurm_allreduce_result,
+            "_slurm_health_actions": slurm_health_actions,
+            "_slurm_maintenance": slurm_maintenance,
+            "_slurm_allreduce_plan": slurm_allreduce_plan,
+            "_slurm_allreduce_result": slurm_allreduce_result,
         }

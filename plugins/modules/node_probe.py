@@ -78,12 +78,12 @@ options:
         C(null) for a path that does not exist.
       - A path that is not a regular file (a symbolic link, a directory, a fifo, a device) or that cannot be read
         (larger than 1 MiB, unreadable) is not listed and gets only C(error), a message naming the path and why;
-        P(accelops.gpu.signing_key_problems#filter) refuses it. The file is read once, without following a link or
-        blocking, and gpg lists a copy of what was read.
+        the key check of the cuda_repo and infiniband roles refuses it. The file is read once, without following a
+        link or blocking, and gpg lists a copy of what was read.
       - With them C(armor_blocks), the labels of the file's ASCII-armored blocks in order (C(-----BEGIN LABEL-----)
         lines; empty for a binary file), and C(text_outside_armor), whether anything but white space lies outside
         those blocks. APT reads every armored block of a key file whatever its label, gpg only those it accepts, so
-        P(accelops.gpu.signing_key_problems#filter) refuses a file that is not exactly one C(PGP PUBLIC KEY BLOCK).
+        the key check of those roles refuses a file that is not exactly one C(PGP PUBLIC KEY BLOCK).
     type: list
     elements: str
     default: []

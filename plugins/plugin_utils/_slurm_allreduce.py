@@ -219,7 +219,7 @@ def allreduce_result(job, stdout="", stderr="", rc=None):
     that reported one wins; without one, srun's exit or the lack of rank 0's record is the failure. A job that the
     plan could not run keeps the plan's failure."""
     if not isinstance(job, dict) or not isinstance(job.get("pair"), list) or len(job["pair"]) != 2:
-        raise SlurmError("the input must be one pair of slurm_allreduce_plan, got %s"
+        raise SlurmError("the input must be one pair of _slurm_allreduce_plan, got %s"
                          % json.dumps(job, default=str)[:200])
     if not isinstance(stdout, str) or not isinstance(stderr, str):
         raise SlurmError("what srun printed must be text, got %s and %s" % (type(stdout).__name__,

@@ -1,4 +1,4 @@
-"""config_value_problems: what may be written into each configuration file format."""
+"""_config_value_problems: what may be written into each configuration file format."""
 
 from __future__ import annotations
 
@@ -157,4 +157,4 @@ def test_bad_arguments_are_filter_errors(fmt, name, message):
 
 
 def test_registered():
-    assert FilterModule().filters()["config_value_problems"] is config_value_problems
+    assert FilterModule().filters()["_config_value_problems"] is config_value_problems

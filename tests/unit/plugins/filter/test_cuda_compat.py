@@ -13,7 +13,6 @@ from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
     cuda_max_for_driver,
     cuda_min_driver,
     cuda_too_new,
-    gpu_architecture,
     gpu_support_problems,
     horovod_limit,
     tensorflow_build,
@@ -23,7 +22,7 @@ from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
 from simnode import COLLECTIONS
 
 NAMES = {"cuda_min_driver", "cuda_max_for_driver", "torch_cuda_channel", "tensorflow_build", "horovod_limit",
-         "gpu_architecture", "gpu_support_problems", "cuda_too_new", "tensorflow_for_cuda"}
+         "gpu_support_problems", "cuda_too_new", "tensorflow_for_cuda"}
 
 
 def test_filters_are_registered():
@@ -94,7 +93,6 @@ TEMPLATES = [
     ("{{ ansible_facts.nvidia.driver_version is version('12.8' | accelops.gpu.cuda_min_driver, '>=') }}", False),
     ("{{ ['7.0', 'Hopper'] | accelops.gpu.gpu_support_problems(driver_branch='590') }}",
      ["driver branch 590 does not support Volta: its last branch is 580; nearest: 580"]),
-    ("{{ ('7.0' | accelops.gpu.gpu_architecture).driver_branches.last }}", "580"),
     ("{{ '13.0' | accelops.gpu.torch_cuda_channel(torch='2.13.0', compat='minor', gpus=['7.0']) }}", "cu126"),
     # min_drivers from a template: a dict of quoted strings, as an inventory gives it
     ("{{ '13.4' | accelops.gpu.cuda_min_driver(min_drivers={'13.4': '615.20.01'}) }}", "615.20.01"),
@@ -173,7 +171,6 @@ VERSION_FILTERS = {
     "tensorflow_for_cuda": tensorflow_for_cuda,
     "horovod_limit": lambda v: horovod_limit(v, "torch"),
     "horovod_limit(framework)": lambda v: horovod_limit("0.28.1", v),
-    "gpu_architecture": gpu_architecture,
     "gpu_support_problems(driver_branch)": lambda v: gpu_support_problems(["9.0"], driver_branch=v),
     "gpu_support_problems(kernel_modules)": lambda v: gpu_support_problems(["9.0"], kernel_modules=v),
     "gpu_support_problems(tensorflow)": lambda v: gpu_support_problems(["9.0"], tensorflow=v),

@@ -71,7 +71,7 @@ def test_long_output_is_cut():
 
 @pytest.mark.parametrize("bad", [None, 3, ["a"]])
 def test_other_input_is_refused(bad):
-    with pytest.raises(AnsibleFilterError, match="dcgm_diag_problems: the input must be"):
+    with pytest.raises(AnsibleFilterError, match="_dcgm_diag_problems: the input must be"):
         dcgm_diag_problems(bad)
 
 
@@ -122,4 +122,4 @@ def test_a_command_that_did_not_run_says_why():
 
 
 def test_the_filter_is_registered():
-    assert FilterModule().filters()["dcgm_diag_problems"] is dcgm_diag_problems
+    assert FilterModule().filters()["_dcgm_diag_problems"] is dcgm_diag_problems

@@ -73,4 +73,4 @@ def test_bad_input_names_the_argument(args, message):
 
 
 def test_filter_is_registered():
-    assert FilterModule().filters()["dkms_unbuilt"] is dkms_unbuilt
+    assert FilterModule().filters()["_dkms_unbuilt"] is dkms_unbuilt

@@ -140,12 +140,13 @@ def named(name):
     ("gpu_summary", ({"driver_loaded": True, "gpu_count": huge()},),
      "gpu_summary: the input is not ansible_facts.nvidia as gpu_facts sets it (the input holds a number of more "
      "digits than Python converts"),
-    ("ipoib_problems", ([], ["ib0", 5]), "ipoib_problems: netdevs must be a list of net device names, got ['ib0', 5]"),
-    ("ipoib_problems", ([], [], huge()), "ipoib_problems: name must be the variable's name, got an integer of"),
+    ("_ipoib_problems", ([], ["ib0", 5]),
+     "_ipoib_problems: netdevs must be a list of net device names, got ['ib0', 5]"),
+    ("_ipoib_problems", ([], [], huge()), "_ipoib_problems: name must be the variable's name, got an integer of"),
     ("slurm_hardware", ({"stdout": 5},), "slurm_hardware: the input's stdout must be what slurmd -C printed (text), "
      "got int"),
-    ("signing_key_problems", ([], "A" * 40, {"a": 1}), "signing_key_problems: source must be text"),
-    ("dkms_unbuilt", ("", ["6.1.0-28-amd64"], ["x" * 10 ** 6]), "dkms_unbuilt: version must be the driver's release"),
+    ("_signing_key_problems", ([], "A" * 40, {"a": 1}), "_signing_key_problems: source must be text"),
+    ("_dkms_unbuilt", ("", ["6.1.0-28-amd64"], ["x" * 10 ** 6]), "_dkms_unbuilt: version must be the driver's release"),
     ("nccl_env", ({}, None, {"NCCL_X": nested(5000)}), "nccl_env: the input is not ansible_facts.infiniband"),
 ])
 def test_each_fault_found_is_one_bounded_filter_error(name, args, message):

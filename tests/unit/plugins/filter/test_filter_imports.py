@@ -40,7 +40,7 @@ def test_loading_every_filter_file_imports_no_large_module():
 
 @pytest.mark.parametrize("call, module", [
     ("report.fleet_report_model({})", "_report_model"),
-    ("slurm.slurm_gres_summary([])", "_slurm_conf"),
+    ("slurm.slurm_gres_conf([], True)", "_slurm_conf"),
     ("cuda_compat.cuda_min_driver('12.4')", "_cuda_compat"),
 ])
 def test_a_filter_call_imports_its_module_and_keeps_its_errors(call, module):
@@ -60,10 +60,10 @@ def test_errors_of_a_module_imported_at_the_call_name_the_filter():
 
     from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import cuda_min_driver
     from ansible_collections.accelops.gpu.plugins.filter.report import fleet_report_model
-    from ansible_collections.accelops.gpu.plugins.filter.slurm import slurm_gres_summary
+    from ansible_collections.accelops.gpu.plugins.filter.slurm import slurm_gres_conf
 
-    with pytest.raises(AnsibleFilterError, match=r"^slurm_gres_summary: "):
-        slurm_gres_summary("not records")
+    with pytest.raises(AnsibleFilterError, match=r"^slurm_gres_conf: "):
+        slurm_gres_conf("not records", True)
 
     with pytest.raises(AnsibleFilterError, match=r"^fleet_report_model: "):
         fleet_report_model("not a list")

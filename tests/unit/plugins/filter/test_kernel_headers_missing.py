@@ -45,4 +45,4 @@ def test_bad_input_names_the_argument(args, message):
 
 
 def test_filter_is_registered():
-    assert FilterModule().filters()["kernel_headers_missing"] is kernel_headers_missing
+    assert FilterModule().filters()["_kernel_headers_missing"] is kernel_headers_missing

@@ -1,4 +1,4 @@
-"""key_download_problem: what ansible.builtin.get_url returned (as it returns it, run with failed_when: false) read as
+"""_key_download_problem: what ansible.builtin.get_url returned (as it returns it, run with failed_when: false) read as
 the reason a repository key was not stored."""
 
 from __future__ import annotations
@@ -39,5 +39,5 @@ def test_not_stored(result, reason):
 
 @pytest.mark.parametrize("result", [None, "OK (3 bytes)", ["OK"]])
 def test_wants_the_registered_result(result):
-    with pytest.raises(AnsibleFilterError, match=r"^key_download_problem: expected the registered result"):
+    with pytest.raises(AnsibleFilterError, match=r"^_key_download_problem: expected the registered result"):
         key_download_problem(result)

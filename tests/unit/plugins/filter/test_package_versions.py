@@ -64,14 +64,14 @@ def test_package_offers_from_node_probe():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: newest_version("12.4"), "newest_version: the input must be a list of strings, got str"),
-    (lambda: newest_version([12.4]), "newest_version: the input must be a list of strings, got list"),
-    (lambda: newest_version(["1"], pattern="("), "newest_version: pattern '\\(' is not a regular expression"),
-    (lambda: newest_version(["1"], suffix=None), "newest_version: suffix and pattern must be strings"),
-    (lambda: package_offers(None, "(a)(b)"), "package_offers: the input must be a list of strings, got NoneType"),
-    (lambda: package_offers(["x"], "("), "package_offers: '\\(' is not a regular expression"),
-    (lambda: package_offers(["x"], "(a)"), "package_offers: the regular expression needs two groups"),
-    (lambda: package_offers(["x"]), "package_offers: without a regex the input must be the candidates"),
+    (lambda: newest_version("12.4"), "_newest_version: the input must be a list of strings, got str"),
+    (lambda: newest_version([12.4]), "_newest_version: the input must be a list of strings, got list"),
+    (lambda: newest_version(["1"], pattern="("), "_newest_version: pattern '\\(' is not a regular expression"),
+    (lambda: newest_version(["1"], suffix=None), "_newest_version: suffix and pattern must be strings"),
+    (lambda: package_offers(None, "(a)(b)"), "_package_offers: the input must be a list of strings, got NoneType"),
+    (lambda: package_offers(["x"], "("), "_package_offers: '\\(' is not a regular expression"),
+    (lambda: package_offers(["x"], "(a)"), "_package_offers: the regular expression needs two groups"),
+    (lambda: package_offers(["x"]), "_package_offers: without a regex the input must be the candidates"),
 ])
 def test_bad_input_is_a_filter_error(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
@@ -79,7 +79,7 @@ def test_bad_input_is_a_filter_error(call, message):
 
 
 def test_registered():
-    assert set(FilterModule().filters()) == {"newest_version", "package_offers", "apt_outdated"}
+    assert set(FilterModule().filters()) == {"_newest_version", "_package_offers", "_apt_outdated"}
 
 
 CANDIDATES = {
@@ -105,7 +105,7 @@ def test_apt_outdated(names, outdated):
 
 def test_apt_outdated_without_apt_and_bad_input():
     assert apt_outdated(["nvidia-open"], None) == ["nvidia-open"]
-    with pytest.raises(AnsibleFilterError, match="apt_outdated: candidates"):
+    with pytest.raises(AnsibleFilterError, match="_apt_outdated: candidates"):
         apt_outdated(["nvidia-open"], ["nvidia-open"])
-    with pytest.raises(AnsibleFilterError, match="apt_outdated: the input"):
+    with pytest.raises(AnsibleFilterError, match="_apt_outdated: the input"):
         apt_outdated("nvidia-open", CANDIDATES)

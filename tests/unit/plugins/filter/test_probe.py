@@ -1,4 +1,4 @@
-"""file_matches, files_todo, running_units, alternatives_set and pip_unmet: node_probe's reads against what a file,
+"""_file_matches, _running_units, _alternatives_set and _pip_unmet: node_probe's reads against what a file,
 copy, template, service, update-alternatives or pip task would leave."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from ansible_collections.accelops.gpu.plugins.filter.probe import (
     FilterModule,
     alternatives_set,
     file_matches,
-    files_todo,
     pip_unmet,
     running_units,
 )
@@ -48,51 +47,9 @@ def test_bad_input(state, args, message):
         file_matches(state, **args)
 
 
-DIR = {"exists": True, "type": "directory", "mode": "0755", "owner": "root", "group": "root"}
-FILES = {"/etc/app": DIR, "/etc/app/a.conf": CONF, "/etc/app/b.conf": dict(CONF, mode="0600"),
-         "/etc/app/c.conf": {"exists": False}, "/etc/app/d.conf": {"exists": None, "error": "Permission denied"}}
-
-
-def test_files_todo_paths():
-    """Paths sharing the keywords' state: those that differ, in wanted's order; a file where a directory should be
-    differs, and so does one that could not be read."""
-    wanted = ["/etc/app/d.conf", "/etc/app/a.conf", "/etc/app/c.conf", "/etc/app/b.conf"]
-    assert files_todo(FILES, wanted, owner="root", group="root", mode="0644") == [
-        "/etc/app/d.conf", "/etc/app/c.conf", "/etc/app/b.conf"]
-    assert files_todo(FILES, ["/etc/app", "/etc/app/a.conf"], kind="directory", mode="0755") == ["/etc/app/a.conf"]
-    assert files_todo(FILES, [], mode="0644") == []
-
-
-def test_files_todo_entries():
-    """An entry's own settings take the keywords' place; its other keys come back as given."""
-    wanted = [{"path": "/etc/app/a.conf", "src": "a", "checksum": CONF["checksum"]},
-              {"path": "/etc/app/b.conf", "src": "b", "mode": "0600", "checksum": "0" * 40},
-              {"path": "/etc/app/a.conf", "src": "a2", "mode": "0755"},
-              {"path": "/etc/app", "kind": "directory", "mode": "0755"}]
-    assert files_todo(FILES, wanted, owner="root", mode="0644") == [wanted[1], wanted[2]]
-    # Null is not given: the keyword's mode stands.
-    assert files_todo(FILES, [{"path": "/etc/app/b.conf", "mode": None}], mode="0644") == [
-        {"path": "/etc/app/b.conf", "mode": None}]
-
-
-@pytest.mark.parametrize("files, wanted, args, message", [
-    (None, [], {}, "the input must be the files of accelops.gpu.node_probe"),
-    (FILES, "/etc/app", {}, "wanted must be a list of paths or of dicts with a path, got str"),
-    (FILES, [1], {}, "each entry of wanted must be a path or a dict with a path, got 1"),
-    (FILES, [{"src": "a"}], {}, "each entry of wanted must be a path or a dict with a path"),
-    (FILES, ["/etc/other"], {}, "/etc/other was not read"),
-    (FILES, ["/etc/app/a.conf"], {"mode": "644"}, "files_todo: /etc/app/a.conf: mode must be four octal digits"),
-    (FILES, [{"path": "/etc/app", "kind": "fifo"}], {}, "files_todo: /etc/app: kind must be one of file, directory"),
-])
-def test_files_todo_bad_input(files, wanted, args, message):
-    with pytest.raises(AnsibleFilterError, match=message):
-        files_todo(files, wanted, **args)
-
-
 def test_registered():
-    assert FilterModule().filters() == {"file_matches": file_matches, "files_todo": files_todo,
-                                        "running_units": running_units,
-                                        "alternatives_set": alternatives_set, "pip_unmet": pip_unmet}
+    assert FilterModule().filters() == {"_file_matches": file_matches, "_running_units": running_units,
+                                        "_alternatives_set": alternatives_set, "_pip_unmet": pip_unmet}
 
 
 def test_running_units():

@@ -123,7 +123,7 @@ def test_a_file_node_probe_did_not_read_is_refused(error):
 
 
 def test_registered():
-    assert FilterModule().filters()["signing_key_problems"] is signing_key_problems
+    assert FilterModule().filters()["_signing_key_problems"] is signing_key_problems
 
 
 def run_show(keys, path):

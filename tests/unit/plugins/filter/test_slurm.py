@@ -11,7 +11,6 @@ from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     FilterModule,
     slurm_gres_conf,
     slurm_gres_mismatch,
-    slurm_gres_summary,
     slurm_hardware,
     slurm_health_actions,
     slurm_maintenance,
@@ -22,10 +21,11 @@ from ansible_collections.accelops.gpu.plugins.filter.slurm import (
 )
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import gres_summary
 
-NAMES = {"slurm_node_gres", "slurm_gres_summary", "slurm_hardware", "slurm_node_line", "slurm_gres_conf",
-         "slurm_gres_mismatch", "slurm_node_problems", "slurm_node_states",
-         "slurm_health_actions", "slurm_maintenance", "slurm_allreduce_plan", "slurm_allreduce_result"}
+NAMES = {"slurm_node_gres", "slurm_hardware", "slurm_node_line", "slurm_gres_conf", "_slurm_gres_mismatch",
+         "_slurm_node_problems", "slurm_node_states", "_slurm_health_actions", "_slurm_maintenance",
+         "_slurm_allreduce_plan", "_slurm_allreduce_result"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
 MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
@@ -65,7 +65,7 @@ def test_node_gres_from_a_registered_module_result_and_slurmd_c(h100_facts):
     assert [r["cores"] for r in records] == ["0-55"] * 4 + ["56-111"] * 4
     assert slurm_node_gres(h100_facts, SLURMD_C) == records
     assert slurm_node_gres(h100_facts, slurm_hardware(SLURMD_C)) == records
-    assert slurm_gres_summary(records) == "gpu:nvidia_h100_80gb_hbm3:8"
+    assert gres_summary(records) == "gpu:nvidia_h100_80gb_hbm3:8"
 
 
 @pytest.mark.parametrize("minors", [
@@ -120,12 +120,11 @@ def test_mismatch_reads_slurmd_g_stderr(h100_facts):
      r"^slurm_hardware: the input must be what slurmd -C printed \(its registered result or its text\), got int$"),
     (lambda: slurm_hardware(registered("slurmd: error: Unable to read slurm.conf")),
      r"^slurm_hardware: slurmd -C should print 'NodeName=<name> "),
-    (lambda: slurm_gres_summary("gpu:h100:8"), r"^slurm_gres_summary: records must be the list slurm_node_gres"),
     (lambda: slurm_node_line("bad name", SLURMD_C, ""), r"^slurm_node_line: name: a Slurm node name is"),
     (lambda: slurm_node_line("n1", SLURMD_C, "", port=99999), r"^slurm_node_line: port: give a port number"),
     (lambda: slurm_gres_conf([], "false"), r"^slurm_gres_conf: autodetect must be true \(AutoDetect=nvml\) or false"),
-    (lambda: slurm_gres_mismatch([], 42), r"^slurm_gres_mismatch: the input must be what slurmd -G printed"),
-    (lambda: slurm_gres_mismatch("gpu", ""), r"^slurm_gres_mismatch: records must be the list slurm_node_gres"),
+    (lambda: slurm_gres_mismatch([], 42), r"^_slurm_gres_mismatch: the input must be what slurmd -G printed"),
+    (lambda: slurm_gres_mismatch("gpu", ""), r"^_slurm_gres_mismatch: records must be the list slurm_node_gres"),
 ])
 def test_bad_input_names_the_filter_and_the_problem(call, message):
     with pytest.raises(AnsibleFilterError, match=message):
@@ -137,7 +136,7 @@ def test_slurm_node_problems_reads_a_registered_result_and_names_the_filter_on_b
                         "[slurm@2026-12-02T00:30:00]"}
     assert slurm_node_problems(result, [{"name": "gpu01", "gres": "gpu:nvidia_l40s:2"}]) == [
         "gpu01: state IDLE+DRAIN, reason: Kill task failed [slurm@2026-12-02T00:30:00]"]
-    with pytest.raises(AnsibleFilterError, match="slurm_node_problems: nodes must be"):
+    with pytest.raises(AnsibleFilterError, match="_slurm_node_problems: nodes must be"):
         slurm_node_problems([], "gpu01")
 
 
@@ -147,7 +146,7 @@ def test_slurm_health_actions_reads_a_registered_result_and_names_the_filter_on_
                  "findings": [{"severity": "critical", "message": "GPU 1 is lost"}]}]
     assert slurm_health_actions(result, verdicts) == [
         {"node": "gpu01", "action": "drain", "reason": "accelops-gpu: GPU 1 is lost"}]
-    with pytest.raises(AnsibleFilterError, match="slurm_health_actions: drain_on must be"):
+    with pytest.raises(AnsibleFilterError, match="_slurm_health_actions: drain_on must be"):
         slurm_health_actions(result, verdicts, "ok")
 
 
@@ -156,17 +155,17 @@ def test_slurm_maintenance_reads_a_registered_result_and_names_the_filter_on_bad
     assert slurm_maintenance(result, "gpu01", "drain", "driver upgrade")["argv"] == [
         "scontrol", "update", "nodename=gpu01", "state=drain", "reason=accelops-gpu: maintenance: driver upgrade"]
     assert slurm_maintenance(result, "gpu01", "resume")["argv"] == []
-    with pytest.raises(AnsibleFilterError, match=r"^slurm_maintenance: the controller does not know the node gpu02$"):
+    with pytest.raises(AnsibleFilterError, match=r"^_slurm_maintenance: the controller does not know the node gpu02$"):
         slurm_maintenance(result, "gpu02", "resume")
 
 
 @pytest.mark.parametrize("result, message", [
     # a task registered on every host but run on the controller only
     ({"changed": False, "skipped": True, "skip_reason": "Conditional result was False"},
-     r"^slurm_health_actions: the input is the result of a task that was skipped on this host, not what scontrol "
+     r"^_slurm_health_actions: the input is the result of a task that was skipped on this host, not what scontrol "
      r"show node --oneliner printed$"),
     ({"changed": False, "msg": "x"},
-     r"^slurm_health_actions: the input must be what scontrol show node --oneliner printed \(its registered result "
+     r"^_slurm_health_actions: the input must be what scontrol show node --oneliner printed \(its registered result "
      r"or its text\), got a dict without stdout$"),
 ])
 def test_a_result_without_output_says_what_it_is(result, message):

@@ -228,23 +228,23 @@ def test_a_record_of_rank_zero_that_is_not_this_pairs_good_run_is_a_failure(reco
 
 
 def test_the_filter_reads_async_status_and_keeps_a_planned_failure():
-    result = FILTERS["slurm_allreduce_result"](JOB, {"finished": 1, "rc": 0, "stdout": printed(GOOD), "stderr": ""})
+    result = FILTERS["_slurm_allreduce_result"](JOB, {"finished": 1, "rc": 0, "stdout": printed(GOOD), "stderr": ""})
     assert result["record"]["busbw_gbps"] == 0.168
-    timed_out = FILTERS["slurm_allreduce_result"](JOB, {"failed": True, "msg": "Job reached maximum time limit"})
+    timed_out = FILTERS["_slurm_allreduce_result"](JOB, {"failed": True, "msg": "Job reached maximum time limit"})
     assert timed_out["failure"] == "srun never ended: Job reached maximum time limit"
     planned = dict(JOB, failure="no framework (pytorch) is validated on both", argv=[])
-    assert FILTERS["slurm_allreduce_result"](planned)["failure"] == "no framework (pytorch) is validated on both"
-    with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: result must be the registered result"):
-        FILTERS["slurm_allreduce_result"](JOB, "0.168")
-    with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: result is that of an srun that was skipped"):
-        FILTERS["slurm_allreduce_result"](JOB, {"skipped": True, "msg": "skipped"})
+    assert FILTERS["_slurm_allreduce_result"](planned)["failure"] == "no framework (pytorch) is validated on both"
+    with pytest.raises(AnsibleFilterError, match="_slurm_allreduce_result: result must be the registered result"):
+        FILTERS["_slurm_allreduce_result"](JOB, "0.168")
+    with pytest.raises(AnsibleFilterError, match="_slurm_allreduce_result: result is that of an srun that was skipped"):
+        FILTERS["_slurm_allreduce_result"](JOB, {"skipped": True, "msg": "skipped"})
     # No srun on the controller: the command module's message is the reason.
-    missing = FILTERS["slurm_allreduce_result"](JOB, {"rc": 2, "stdout": "", "stderr": "", "failed": True,
-                                                      "msg": "[Errno 2] No such file or directory: b'srun'"})
+    missing = FILTERS["_slurm_allreduce_result"](JOB, {"rc": 2, "stdout": "", "stderr": "", "failed": True,
+                                                       "msg": "[Errno 2] No such file or directory: b'srun'"})
     assert missing["failure"] == "srun exited with 2: [Errno 2] No such file or directory: b'srun'"
-    with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: what srun printed must be text"):
-        FILTERS["slurm_allreduce_result"](JOB, {"rc": 0, "stdout": ["{}"], "stderr": ""})
-    with pytest.raises(AnsibleFilterError, match="slurm_allreduce_result: the input must be one pair"):
-        FILTERS["slurm_allreduce_result"]({"pair": "h100"}, {"rc": 0})
-    with pytest.raises(AnsibleFilterError, match="slurm_allreduce_plan: port must be"):
-        FILTERS["slurm_allreduce_plan"]([node("a")], port="http")
+    with pytest.raises(AnsibleFilterError, match="_slurm_allreduce_result: what srun printed must be text"):
+        FILTERS["_slurm_allreduce_result"](JOB, {"rc": 0, "stdout": ["{}"], "stderr": ""})
+    with pytest.raises(AnsibleFilterError, match="_slurm_allreduce_result: the input must be one pair"):
+        FILTERS["_slurm_allreduce_result"]({"pair": "h100"}, {"rc": 0})
+    with pytest.raises(AnsibleFilterError, match="_slurm_allreduce_plan: port must be"):
+        FILTERS["_slurm_allreduce_plan"]([node("a")], port="http")
