@@ -52,15 +52,17 @@ def _mig_minors(value):
 
 
 @_filter("slurm_node_gres")
-def slurm_node_gres(facts, hardware=None, mig_minors=None):
-    """The GPU GRES records slurmd's NVML autodetection finds, from ansible_facts.nvidia."""
+def slurm_node_gres(facts, hardware=None, mig_minors=None, *, shards_per_gpu=0, mps=False):
+    """The GPU GRES records slurmd's NVML autodetection finds, from ansible_facts.nvidia, and the shards and MPS shares
+    of the whole GPUs."""
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
 
     if isinstance(facts, dict) and isinstance(facts.get("ansible_facts"), dict):
         facts = facts["ansible_facts"].get("nvidia")
     if hardware is not None and not (isinstance(hardware, dict) and "cores_per_socket" in hardware):
         hardware = _slurm_conf.slurmd_hardware(_text(hardware, "slurmd -C"))
-    return _slurm_conf.node_gres(facts, hardware, None if mig_minors is None else _mig_minors(mig_minors))
+    return _slurm_conf.node_gres(facts, hardware, None if mig_minors is None else _mig_minors(mig_minors),
+                                 shards_per_gpu=shards_per_gpu, mps=mps)
 
 
 @_filter("slurm_hardware")

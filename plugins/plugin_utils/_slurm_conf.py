@@ -2,8 +2,8 @@
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Private to the accelops.gpu collection: Slurm's view of a node's GPUs from ansible_facts.nvidia, as Slurm 24.11's
-NVML autodetection describes them (GRES records), the slurm.conf and gres.conf lines made from them, and what
-slurmd -C and slurmd -G print."""
+NVML autodetection describes them (GRES records), the shards and MPS shares of its whole GPUs, the slurm.conf and
+gres.conf lines made from them, and what slurmd -C and slurmd -G print."""
 
 from __future__ import annotations
 
@@ -56,6 +56,15 @@ COUNT_MAX = 65535
 HARDWARE_KEYS = ("cpus", "boards", "sockets_per_board", "cores_per_socket", "threads_per_core", "real_memory")
 NODE_KEYS = ("NodeName", "NodeAddr", "Port", "CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore",
              "RealMemory", "Gres", "State", "Sockets")
+# gres/shard and gres/mps: GRES that share a GPU (src/plugins/gres/common/gres_c_s.c), one gres.conf line per whole
+# GPU with its File= (which is how a GPU in MIG mode gets none: its MIG devices' files never match).
+SHARING = ("shard", "mps")
+# At most this many shards per GPU. Slurm takes any count, but each job on a shard is a CUDA context of its own (a few
+# hundred MiB of GPU memory before it does anything), so even an 80 GB GPU holds about a hundred at once; a larger
+# count is a mistake (a node's total given per GPU), and Slurm advises no more shards than jobs that can run at once.
+SHARDS_MAX = 128
+# gres/mps counts a GPU in hundredths: a job's --gres=mps:N is N percent of one GPU (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE).
+MPS_PER_GPU = 100
 # Drivers from 470.42.01 give each MIG device a MIG-<uuid>; slurmd names those of older ones MIG-<GPU uuid>/<gi>/<ci>.
 MIG_UUID_DRIVER = (470, 42, 1)
 
@@ -270,8 +279,24 @@ def _mig_records(facts, gpu, gpu_cores, minors):
     return records
 
 
-def node_gres(facts, hardware=None, mig_minors=None):
-    """The GPU GRES records slurmd's NVML autodetection finds on a node, from ansible_facts.nvidia."""
+def check_shards(shards, name="shards_per_gpu"):
+    """Refuse a shard count per GPU that is not a whole number from 0 (no shards) to SHARDS_MAX."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 0 <= shards <= SHARDS_MAX:
+        raise SlurmError("%s must be a whole number from 0 (no shards) to %d, got %r" % (name, SHARDS_MAX, shards))
+    return shards
+
+
+def _sharing_records(name, per_gpu, records):
+    """One record of gres/shard or gres/mps per whole GPU (not in MIG mode), with its GPU's type and device file."""
+    return [dict(record, name=name, count=per_gpu, links=None) for record in records if record["mig_index"] is None]
+
+
+def node_gres(facts, hardware=None, mig_minors=None, *, shards_per_gpu=0, mps=False):
+    """The GPU GRES records slurmd's NVML autodetection finds on a node, from ansible_facts.nvidia; then, per whole
+    GPU, a gres/shard record of shards_per_gpu and a gres/mps record of 100 where mps is true."""
+    check_shards(shards_per_gpu)
+    if not isinstance(mps, bool):
+        raise SlurmError("mps must be true (gres/mps on every whole GPU) or false, got %r" % (mps,))
     gpus = _check_facts(facts)
     minors = parse_mig_minors(mig_minors) if mig_minors is not None else None
     records = []
@@ -282,12 +307,15 @@ def node_gres(facts, hardware=None, mig_minors=None):
         else:
             records.append(_record(gpu, gres_type(gpu["name"]), "/dev/nvidia%d" % gpu["minor_number"], gpu["uuid"],
                                    links=links(gpus, gpu), cores=gpu_cores))
-    return records
+    sharing = _sharing_records("shard", shards_per_gpu, records) if shards_per_gpu else []
+    sharing += _sharing_records("mps", MPS_PER_GPU, records) if mps else []
+    return records + sharing
 
 
 def _check_records(records):
     """Refuse records that are not what node_gres returns."""
-    if not isinstance(records, list) or not all(isinstance(r, dict) and r.get("name") == "gpu" for r in records):
+    if not isinstance(records, list) or not all(isinstance(r, dict) and (r.get("name") == "gpu" or _is_share(r))
+                                                for r in records):
         raise SlurmError("records must be the list slurm_node_gres returns, got %r" % (records,))
     for record in records:
         if not isinstance(record.get("type"), str) or not TYPE.match(record["type"]):
@@ -295,12 +323,34 @@ def _check_records(records):
     return records
 
 
-def gres_summary(records):
-    """slurm.conf's Gres= value for the records: gpu:<type>:<count> per type, in first-seen order."""
-    counts = {}
+def _is_share(record):
+    """Whether a record is one of gres/shard or gres/mps with a positive count."""
+    count = record.get("count")
+    return record.get("name") in SHARING and isinstance(count, int) and not isinstance(count, bool) and count > 0
+
+
+def _gpus(records):
+    """The records of GPUs and MIG devices, without those of gres/shard and gres/mps."""
+    return [record for record in records if record["name"] == "gpu"]
+
+
+def sharing_totals(records):
+    """Per GRES that shares a GPU (shard, mps), the node's total count, where it has any."""
+    totals = {}
     for record in _check_records(records):
+        if record["name"] in SHARING:
+            totals[record["name"]] = totals.get(record["name"], 0) + record["count"]
+    return totals
+
+
+def gres_summary(records):
+    """slurm.conf's Gres= value for the records: gpu:<type>:<count> per type, in first-seen order, then shard:<total>
+    and mps:<total> (untyped: Slurm copies the type of each share from its GPU)."""
+    counts = {}
+    for record in _gpus(_check_records(records)):
         counts[record["type"]] = counts.get(record["type"], 0) + 1
-    return ",".join("gpu:%s:%d" % item for item in counts.items())
+    return ",".join(["gpu:%s:%d" % item for item in counts.items()]
+                    + ["%s:%d" % item for item in sharing_totals(records).items()])
 
 
 def slurmd_hardware(text):
@@ -388,6 +438,12 @@ def node_line(name, hardware, gres, addr=None, port=None, *, extra=None):
 
 def _conf_line(record):
     """One gres.conf line; a MIG device's several files go in MultipleFiles=, as gres.conf requires."""
+    if record["name"] in SHARING:
+        file = record.get("file")
+        if not (isinstance(file, str) and DEVICE_FILE.match(file) and "," not in file):
+            raise SlurmError("GPU %s: %s file %r is not a GPU's device path" % (record.get("index"), record["name"],
+                                                                              record.get("file")))
+        return "Name=%s Count=%d File=%s" % (record["name"], record["count"], record["file"])
     label = "GPU %s%s" % (record.get("index"), "" if record.get("mig_index") is None
                           else " MIG device %s" % record["mig_index"])
     file = record.get("file")
@@ -407,14 +463,16 @@ def _conf_line(record):
 
 
 def gres_conf_lines(records, autodetect):
-    """gres.conf's lines: AutoDetect=nvml, or AutoDetect=off and one line per GPU or MIG device."""
+    """gres.conf's lines: AutoDetect=nvml, or AutoDetect=off and one line per GPU or MIG device; then one line per
+    whole GPU of each GRES that shares it (Name=shard Count=<n> File=/dev/nvidia<minor>), in both cases."""
     if not isinstance(autodetect, bool):
         raise SlurmError("autodetect must be true (AutoDetect=nvml) or false (one line per device), got %r"
                          % (autodetect,))
     _check_records(records)
+    sharing = [_conf_line(record) for record in records if record["name"] in SHARING]
     if autodetect:
-        return ["AutoDetect=nvml"]
-    return ["AutoDetect=off"] + [_conf_line(record) for record in records]
+        return ["AutoDetect=nvml", *sharing]
+    return ["AutoDetect=off", *[_conf_line(record) for record in _gpus(records)], *sharing]
 
 
 def parse_slurmd_gres(text):
@@ -476,16 +534,45 @@ def _file_messages(expected, detected):
 
 
 def gres_mismatch(expected, detected):
-    """Where what slurmd -G detected differs from the GPUs the facts expect; an empty list when they agree."""
+    """Where what slurmd -G detected differs from the GPUs the facts expect, and from their shards and MPS shares where
+    the records hold them; an empty list when they agree."""
     _check_records(expected)
     lines = parse_slurmd_gres(detected) if isinstance(detected, str) else detected
     if not isinstance(lines, list) or not all(isinstance(line, dict) and "count" in line for line in lines):
         raise SlurmError("detected must be what slurmd -G printed or its parsed lines, got %r" % (detected,))
     gpus = [line for line in lines if line.get("name") == "gpu"]
-    messages = _count_messages(expected, gpus)
+    expected_gpus = _gpus(expected)
+    messages = _count_messages(expected_gpus, gpus)
     if expected and not lines:
         messages.append("slurmd -G printed no Gres line: it prints them with DebugFlags=Gres in slurm.conf, or "
                         "with -v")
-    if any("file" in line for line in gpus) and all(record.get("file") for record in expected):
-        messages += _file_messages(expected, gpus)
+    if any("file" in line for line in gpus) and all(record.get("file") for record in expected_gpus):
+        messages += _file_messages(expected_gpus, gpus)
+    return messages + _sharing_messages(expected, lines)
+
+
+def _sharing_messages(expected, lines):
+    """Per GRES that shares a GPU (shard, mps) that the records hold: its count on each GPU as slurmd -G detects it
+    (by File, where it prints them), else the node's total. A GPU slurmd gives none of it (a MIG device) is no GPU
+    of it."""
+    messages = []
+    for name in SHARING:
+        want = [record for record in expected if record["name"] == name]
+        have = [line for line in lines if line.get("name") == name and line["count"] > 0]
+        if not want:
+            continue
+        if have and all("file" in line for line in have):
+            by_file = {}
+            for line in have:
+                by_file[line["file"]] = by_file.get(line["file"], 0) + line["count"]
+            for record in want:
+                count = by_file.pop(record["file"], 0)
+                if count != record["count"]:
+                    messages.append("%s: %s Count=%d expected, slurmd -G detects %d"
+                                    % (_label(record), name, record["count"], count))
+            messages += ["slurmd -G gives %s Count=%d to File=%s, which gres.conf gives none" % (name, count, file)
+                         for file, count in by_file.items()]
+        elif sum(line["count"] for line in have) != sum(record["count"] for record in want):
+            messages.append("%s: gres.conf/facts expect %d in all, slurmd -G detects %d"
+                            % (name, sum(record["count"] for record in want), sum(line["count"] for line in have)))
     return messages

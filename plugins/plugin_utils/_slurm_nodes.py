@@ -10,7 +10,7 @@ import re
 
 from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import SlurmError
-from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import NODE_NAME, gres_summary
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import NODE_NAME, SHARING, gres_summary
 
 # scontrol show node --oneliner: "NodeName=n1 Arch=x86_64 ... Gres=gpu:t:8(S:0-1) ... State=IDLE+DRAIN ...
 # Reason=gres/gpu count reported lower than configured (7 < 8) [slurm@2026-12-02T00:30:00]". Reason comes last and
@@ -53,6 +53,27 @@ def parse_scontrol_nodes(lines):
     return nodes
 
 
+# A count as Slurm prints it: 1024 is 1K (gres.c's _get_suffix).
+_COUNT = re.compile(r"\A([0-9]+)([KMGTP]?)\Z")
+
+
+def _gres_parts(value):
+    """A Gres= value as its GPUs (as written) and the node's total of each GRES that shares a GPU (shard, mps): the
+    controller writes those per GPU type (shard:<type>:<count>), slurm.conf without a type."""
+    gpus, shares = [], {}
+    for item in filter(None, value.split(",")):
+        name, _sep, rest = item.partition(":")
+        if name not in SHARING:
+            gpus.append(item)
+            continue
+        count = _COUNT.match(rest.rpartition(":")[2])
+        if count is None:
+            shares[name] = item  # not a count: never equal to one
+        elif isinstance(shares.get(name, 0), int):
+            shares[name] = shares.get(name, 0) + int(count[1]) * 1024 ** "_KMGTP".index(count[2] or "_")
+    return ",".join(gpus), shares
+
+
 def node_problems(lines, nodes, slurm_user="slurm"):
     """What keeps the controller's view of the nodes from their configuration; an empty list when nothing does.
     A drain set by anyone but Slurm itself is left to whoever set it."""
@@ -72,7 +93,7 @@ def node_problems(lines, nodes, slurm_user="slurm"):
             problems.append("%s: the controller does not know this node" % name)
             continue
         wanted = node["gres"] if isinstance(node["gres"], str) else gres_summary(node["gres"])
-        if found["gres"] != wanted:
+        if _gres_parts(found["gres"]) != _gres_parts(wanted):
             problems.append("%s: the controller has Gres=%s, slurm.conf declares %s"
                             % (name, found["gres"] or "(none)", wanted or "(none)"))
         bad = [state for state in found["states"] if state in BAD_STATES]

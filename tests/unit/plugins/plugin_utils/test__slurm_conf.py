@@ -675,3 +675,140 @@ def test_a_gpu_the_driver_holds_but_nvml_does_not_list_is_refused():
 def test_a_gpu_count_that_is_no_number_is_refused():
     with pytest.raises(SlurmError, match=r"^gpu_count is True but the facts list 1 GPUs$"):
         node_gres(node(gpu(0), gpu_count=True))
+
+
+# --------------------------------------------------------------------------- GPUs shared: gres/shard and gres/mps
+
+
+def shares_g(records, name="shard", count=None):
+    """The lines slurmd -G logs (DebugFlags=Gres) for the shares of the records, after the GPUs' own."""
+    line = ("slurmd: Gres Name=%s Type=%s Count=%d Index=%s ID=7696487 File=%s Cores=%s CoreCnt=224 Links=(null) "
+            "Flags=HAS_FILE,HAS_TYPE,SHARED\n")
+    return "".join(line % (name, r["type"], r["count"] if count is None else count, r["file"][len("/dev/nvidia"):],
+                           r["file"], r["cores"]) for r in records if r["name"] == name)
+
+
+def test_shards_on_every_gpu_of_a_dgx_h100(facts_of):
+    hardware = slurmd_hardware(DGX_C)
+    records = node_gres(facts_of("dgx-h100"), hardware, shards_per_gpu=4)
+    gpus, shards = records[:8], records[8:]
+    assert gpus == node_gres(facts_of("dgx-h100"), hardware)
+    assert [(r["name"], r["count"], r["file"], r["type"]) for r in shards] == [
+        ("shard", 4, "/dev/nvidia%d" % i, H100) for i in range(8)]
+    assert gres_summary(records) == "gpu:%s:8,shard:32" % H100
+    assert node_line("dgx01", hardware, records).split()[-2] == "Gres=gpu:%s:8,shard:32" % H100
+    shard_lines = ["Name=shard Count=4 File=/dev/nvidia%d" % i for i in range(8)]
+    # With AutoDetect=nvml too: Slurm matches each line's File to the GPU it detects.
+    assert gres_conf_lines(records, True) == ["AutoDetect=nvml", *shard_lines]
+    written = gres_conf_lines(records, False)
+    assert written[:9] == gres_conf_lines(gpus, False) and written[9:] == shard_lines
+
+
+def test_mps_and_shards_together(facts_of):
+    records = node_gres(facts_of("pcie-l40s"), slurmd_hardware(L40S_C), shards_per_gpu=1, mps=True)
+    assert [(r["name"], r["count"], r["file"]) for r in records] == [
+        ("gpu", 1, "/dev/nvidia0"), ("gpu", 1, "/dev/nvidia1"), ("shard", 1, "/dev/nvidia0"),
+        ("shard", 1, "/dev/nvidia1"), ("mps", 100, "/dev/nvidia0"), ("mps", 100, "/dev/nvidia1")]
+    assert gres_summary(records) == "gpu:nvidia_l40s:2,shard:2,mps:200"
+    assert gres_conf_lines(records, True)[1:] == [
+        "Name=shard Count=1 File=/dev/nvidia0", "Name=shard Count=1 File=/dev/nvidia1",
+        "Name=mps Count=100 File=/dev/nvidia0", "Name=mps Count=100 File=/dev/nvidia1"]
+
+
+def test_a_gpu_in_mig_mode_gets_no_shards(facts_of):
+    """GPUs 0 and 1 of the DGX A100 are in MIG mode: their ten MIG devices stay whole GPUs of their own type, the six
+    whole GPUs get the shards."""
+    facts = facts_of("dgx-a100-mig")
+    records = node_gres(facts, None, mig_minors(), shards_per_gpu=3, mps=True)
+    shards = [r for r in records if r["name"] == "shard"]
+    files = ["/dev/nvidia%d" % gpu["minor_number"] for gpu in facts["gpus"][2:]]
+    assert [(r["index"], r["file"]) for r in shards] == list(zip(range(2, 8), files))
+    assert gres_summary(records).endswith(",gpu:nvidia_a100-sxm4-80gb:6,shard:18,mps:600")
+    assert gres_conf_lines(records, False)[17:23] == ["Name=shard Count=3 File=%s" % file for file in files]
+    # A node whose every GPU is in MIG mode offers no shard at all.
+    only_mig = [r for r in records if r["mig_index"] is not None]
+    assert gres_summary(only_mig) == "gpu:nvidia_a100_1g.10gb:8,gpu:nvidia_a100_3g.40gb:1,gpu:nvidia_a100_2g.20gb:1"
+
+
+def test_no_shards_leaves_the_records_as_they_were(facts_of):
+    facts = facts_of("pcie-l40s")
+    assert node_gres(facts, shards_per_gpu=0, mps=False) == node_gres(facts)
+
+
+@pytest.mark.parametrize("shards", [-1, 129, 100000, 2.5, 4.0, "4", True, None, [4]])
+def test_a_shard_count_that_is_no_count_is_refused(facts_of, shards):
+    facts = facts_of("pcie-l40s")
+    with pytest.raises(SlurmError, match=r"^shards_per_gpu must be a whole number from 0 \(no shards\) to 128, got "):
+        node_gres(facts, shards_per_gpu=shards)
+
+
+@pytest.mark.parametrize("mps", ["yes", 1, None])
+def test_mps_must_be_a_boolean(facts_of, mps):
+    with pytest.raises(SlurmError, match=r"^mps must be true \(gres/mps on every whole GPU\) or false, got "):
+        node_gres(facts_of("pcie-l40s"), mps=mps)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"count": 0}, r"^records must be the list slurm_node_gres returns"),
+    ({"count": True}, r"^records must be the list slurm_node_gres returns"),
+    ({"file": "/dev/nvidia0,/dev/nvidia-caps/nvidia-cap1"}, r"^GPU 0: shard file '/dev/nvidia0,/dev/nvidia-caps/"),
+    ({"file": None}, r"^GPU 0: shard file None is not a GPU's device path$"),
+])
+def test_a_shard_record_gres_conf_cannot_hold_is_refused(facts_of, change, message):
+    records = node_gres(facts_of("pcie-l40s"), shards_per_gpu=2)
+    records[2] = dict(records[2], **change)
+    with pytest.raises(SlurmError, match=message):
+        gres_conf_lines(records, True)
+
+
+@pytest.fixture
+def dgx_shards(facts_of):
+    hardware = slurmd_hardware(DGX_C)
+    return node_gres(facts_of("dgx-h100"), hardware, shards_per_gpu=4), hardware
+
+
+def test_slurmd_giving_each_gpu_its_shards_agrees(dgx_shards):
+    records, hardware = dgx_shards
+    gpus = [r for r in records if r["name"] == "gpu"]
+    assert parse_slurmd_gres(shares_g(records))[0] == {
+        "name": "shard", "type": H100, "count": 4, "index": 0, "file": "/dev/nvidia0", "cores": "0-55", "links": None,
+        "flags": ["HAS_FILE", "HAS_TYPE", "SHARED"]}
+    assert gres_mismatch(records, slurmd_g(gpus, hardware) + shares_g(records)) == []
+    # Without DebugFlags=Gres: the node's total.
+    verbose = ("slurmd: Gres Name=gpu Type=%s Count=8 Flags=HAS_FILE,HAS_TYPE,ENV_NVML\n"
+               "slurmd: Gres Name=shard Type=%s Count=32 Flags=HAS_TYPE,SHARED\n" % (H100, H100))
+    assert gres_mismatch(records, verbose) == []
+    assert gres_mismatch(records, verbose.replace("Count=32", "Count=24")) == [
+        "shard: gres.conf/facts expect 32 in all, slurmd -G detects 24"]
+    # A MIG device gets a share of Count=0, which is none.
+    mig = "slurmd: Gres Name=shard Type=nvidia_a100_1g.10gb Count=0 ID=7696487 File=/dev/nvidia9,/dev/nvidia-caps/" \
+          "nvidia-cap3,/dev/nvidia-caps/nvidia-cap4 Links=(null) Flags=HAS_FILE\n"
+    assert gres_mismatch(records, slurmd_g(gpus, hardware) + shares_g(records) + mig) == []
+
+
+def test_shards_slurmd_gives_otherwise_are_named(dgx_shards):
+    records, hardware = dgx_shards
+    gpus = [r for r in records if r["name"] == "gpu"]
+    seen = shares_g(records).replace("Count=4 Index=3", "Count=2 Index=3")
+    seen = "\n".join(line for line in seen.splitlines() if "File=/dev/nvidia7 " not in line) + "\n"
+    seen += "slurmd: Gres Name=shard Type=%s Count=4 Index=8 ID=7696487 File=/dev/nvidia8 Links=(null) Flags=\n" % H100
+    assert gres_mismatch(records, slurmd_g(gpus, hardware) + seen) == [
+        "GPU 3 (/dev/nvidia3): shard Count=4 expected, slurmd -G detects 2",
+        "GPU 7 (/dev/nvidia7): shard Count=4 expected, slurmd -G detects 0",
+        "slurmd -G gives shard Count=4 to File=/dev/nvidia8, which gres.conf gives none"]
+    assert gres_mismatch(records, slurmd_g(gpus, hardware)) == [
+        "shard: gres.conf/facts expect 32 in all, slurmd -G detects 0"]
+    # The GPUs themselves are compared as before, whatever the shares.
+    assert gres_mismatch(records, slurmd_g(gpus[:7], hardware) + shares_g(records)) == [
+        "GPU type nvidia_h100_80gb_hbm3: gres.conf/facts expect 8, slurmd -G detects 7",
+        "GPU 7 (/dev/nvidia7): expected as type nvidia_h100_80gb_hbm3, but slurmd -G lists no GPU with this File"]
+
+
+def test_mps_is_compared_where_the_records_hold_it(facts_of):
+    hardware = slurmd_hardware(L40S_C)
+    records = node_gres(facts_of("pcie-l40s"), hardware, mps=True)
+    gpus = [r for r in records if r["name"] == "gpu"]
+    assert gres_mismatch(records, slurmd_g(gpus, hardware) + shares_g(records, "mps")) == []
+    assert gres_mismatch(records, slurmd_g(gpus, hardware) + shares_g(records, "mps", 50)) == [
+        "GPU 0 (/dev/nvidia0): mps Count=100 expected, slurmd -G detects 50",
+        "GPU 1 (/dev/nvidia1): mps Count=100 expected, slurmd -G detects 50"]

@@ -3,6 +3,8 @@ configuration, and the drain and resume decisions of the GPU health check and of
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_nodes
@@ -50,6 +52,26 @@ def test_node_problems_compares_gres_records():
     assert _slurm_nodes.node_problems(SCONTROL[2:3], [{"name": "gpu03", "gres": records}]) == []
     assert _slurm_nodes.node_problems(SCONTROL[2:3], [{"name": "gpu03", "gres": records[:1]}]) == [
         "gpu03: the controller has Gres=gpu:nvidia_l40s:2, slurm.conf declares gpu:nvidia_l40s:1"]
+
+
+@pytest.mark.parametrize("controller, declared, same", [
+    # The controller writes a share per GPU type, slurm.conf the node's total; 1024 is 1K.
+    ("gpu:nvidia_h100_80gb_hbm3:8(S:0-1),shard:nvidia_h100_80gb_hbm3:32(S:0-1)", "gpu:nvidia_h100_80gb_hbm3:8,shard:32",
+     True),
+    ("gpu:a:1(S:0),gpu:b:7(S:0),shard:a:4(S:0),shard:b:28(S:0),mps:b:700(S:0)", "gpu:a:1,gpu:b:7,shard:32,mps:700",
+     True),
+    ("gpu:h100:8(S:0-1),shard:h100:1K(S:0-1)", "gpu:h100:8,shard:1024", True),
+    ("gpu:h100:8(S:0-1),shard:h100:24(S:0-1)", "gpu:h100:8,shard:32", False),
+    ("gpu:h100:8(S:0-1)", "gpu:h100:8,shard:32", False),
+    ("gpu:h100:8(S:0-1),mps:h100:800(S:0-1)", "gpu:h100:8,shard:800", False),
+    ("gpu:h100:7(S:0-1),shard:h100:32(S:0-1)", "gpu:h100:8,shard:32", False),
+    ("gpu:h100:8(S:0-1),shard:h100:x(S:0-1)", "gpu:h100:8,shard:32", False),
+])
+def test_node_problems_compares_the_shares_by_their_total(controller, declared, same):
+    line = "NodeName=gpu01 Arch=x86_64 CoresPerSocket=56 Gres=%s State=IDLE ThreadsPerCore=2" % controller
+    problems = _slurm_nodes.node_problems([line], [{"name": "gpu01", "gres": declared}])
+    assert problems == ([] if same else ["gpu01: the controller has Gres=%s, slurm.conf declares %s"
+                                         % (re.sub(r"\([^)]*\)", "", controller), declared)])
 
 
 @pytest.mark.parametrize("lines, nodes", [(42, []), (["x"], [{"name": "a"}]), (["x"], "a")])

@@ -10,9 +10,10 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from rolevars import Batch, preflight_task
+from rolevars import Batch, preflight_task, role_files
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _probe
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
 from simnode import ROOT
 
 ROLE = ROOT / "roles" / "slurm"
@@ -34,7 +35,7 @@ def render(name, **variables):
         "__slurm_cluster": {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu",
                             "partition_default": True, "cgroups": "auto"},
         "__slurm_node_lines": [H100, L40S], "__slurm_node_names": ["dgx01", "pcie01"],
-        "__slurm_confine": True, "__slurm_gres_lines": [],
+        "__slurm_confine": True, "__slurm_gres_lines": [], "__slurm_gres_types": ["gpu"],
     })
     values.update(variables)
     return str(Templar(loader=loader, variables=values).template(
@@ -252,3 +253,93 @@ def test_each_file_is_declared_once(host, dirs, node_files):
     assert slurm_owned == {"/var/log/slurm", "/var/lib/slurm/slurmctld"} & set(dirs)
     candidates = role_value("{{ __slurm_candidate_files | map(attribute='dest') | list }}", host, groups)
     assert all(path.startswith("/var/lib/accelops-gpu/slurm-candidate/") for path in candidates)
+
+
+# --------------------------------------------------------------------------- GPUs shared: shards and MPS
+
+
+def test_slurm_conf_names_the_shared_gres_types():
+    lines = settings(render("slurm.conf.j2", __slurm_gres_types=["gpu", "shard", "mps"]))
+    assert "GresTypes=gpu,shard,mps" in lines
+
+
+def test_gres_types_are_those_of_every_node():
+    """GresTypes (slurm.conf, the same on every host) holds shard and mps where any node has them, in that order."""
+    task = next(task for task in yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
+                if task["name"] == "Write the configuration")
+    expression = task["vars"]["__slurm_gres_types"]
+    groups = {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01", "pcie01"]}
+    for names, types in [((["gpu"], ["gpu"]), ["gpu"]), ((["gpu", "shard"], ["gpu"]), ["gpu", "shard"]),
+                         ((["gpu", "mps"], ["gpu", "shard"]), ["gpu", "shard", "mps"]), (([], []), ["gpu"])]:
+        hostvars = {node: {"__slurm_node": {"gres": [{"name": name} for name in node_names]}}
+                    for node, node_names in zip(groups["gpu_nodes"], names)}
+        templar = Templar(loader=DataLoader(), variables={"groups": groups, "hostvars": hostvars,
+                                                          "__slurm_nodes": groups["gpu_nodes"]})
+        assert templar.template(trust_as_template(expression)) == types
+
+
+SHARDS_CHECK = preflight_task("slurm", "Check the shard count")
+SHARDS_TEMPLATES = [("that", "{{ %s }}" % SHARDS_CHECK["ansible.builtin.assert"]["that"]),
+                    ("msg", SHARDS_CHECK["ansible.builtin.assert"]["fail_msg"])]
+SHARDS_BATCH = Batch()
+SHARDS = [(0, True), (1, True), (4, True), (128, True), ("8", True),
+          (-1, False), (129, False), (1000000, False), (2.5, False), (4.0, False), ("four", False), (True, False),
+          (None, False), ("4\n", False), (" 4", False), ("", False), ([4], False), ("0x10", False)]
+
+
+@pytest.mark.parametrize("shards, ok, key", [
+    (shards, ok, SHARDS_BATCH.add(role_files("slurm"), {"slurm_shards_per_gpu": shards}, SHARDS_TEMPLATES))
+    for shards, ok in SHARDS
+])
+def test_shard_count_check(shards, ok, key):
+    """0 is off; a whole number up to 128 is a count; anything else one error that names the variable and what it
+    may be, before anything changes (the preflight)."""
+    result = SHARDS_BATCH[key]
+    assert result["that"] is ok
+    assert result["msg"].startswith("slurm_shards_per_gpu must be a whole number of shards per GPU from 0 (none) to "
+                                    "128 (each job on a shard holds a CUDA context of its own")
+    assert result["msg"].endswith(". Nothing was changed.") and "\n" not in result["msg"]
+
+
+def test_shard_limit_is_the_filters():
+    """The preflight refuses what slurm_node_gres would refuse, no more and no less."""
+    assert PATTERNS["__slurm_shards_max"] == _slurm_conf.SHARDS_MAX
+
+
+MPS_CHECK = preflight_task("slurm", "Check that the MPS control daemon is on the node")
+PROBE = preflight_task("slurm", "Read Slurm's packages, munge key, configuration, daemons and the hardware slurmd sees")
+MPS_BATCH = Batch()
+MPS_TEMPLATES = [("when", "{{ %s }}" % MPS_CHECK["when"]),
+                 ("that", "{{ %s }}" % MPS_CHECK["ansible.builtin.assert"]["that"]),
+                 ("msg", MPS_CHECK["ansible.builtin.assert"]["fail_msg"]),
+                 ("probed", "{{ '/usr/bin/nvidia-cuda-mps-control' in (%s) }}"
+                  % PROBE["accelops.gpu.node_probe"]["files"][3:-3])]
+CONTROL = "/usr/bin/nvidia-cuda-mps-control"
+MPS = [
+    # host, slurm_mps, the probe's read of the daemon: the check runs, passes
+    ("dgx01", True, {"exists": False}, True, False),
+    ("dgx01", True, {"exists": True, "type": "file", "mode": "0755"}, True, True),
+    ("dgx01", "yes", None, True, False),
+    ("dgx01", False, None, False, None),
+    ("ctl", True, None, False, None),
+]
+
+
+@pytest.mark.parametrize("runs, passes, key", [
+    (runs, passes, MPS_BATCH.add(role_files("slurm"), {
+        "slurm_mps": mps, "inventory_hostname": host, "inventory_hostname_short": host,
+        "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]}, "__slurm_conf_paths": [],
+        "__slurm_state": {"files": {CONTROL: read} if read else {}}}, MPS_TEMPLATES))
+    for host, mps, read, runs, passes in MPS
+])
+def test_mps_without_its_control_daemon_is_refused(runs, passes, key):
+    """gres/mps is asked of a GPU node only; the preflight's one read looks for the daemon there, and a node without
+    it gets one error naming the variable, the node and the daemon, before anything changes."""
+    result = MPS_BATCH[key]
+    assert result["when"] is runs
+    assert result["probed"] is runs
+    if runs:
+        assert result["that"] is passes
+        assert result["msg"].startswith("slurm_mps is true, but dgx01 has no MPS control daemon "
+                                        "(/usr/bin/nvidia-cuda-mps-control, ")
+        assert result["msg"].endswith("Install it, or set slurm_mps to false for this host. Nothing was changed.")
