@@ -71,7 +71,7 @@ def test_node_gres_from_a_registered_module_result_and_slurmd_c(h100_facts):
 def test_node_gres_with_shards_and_mps_as_keywords(h100_facts):
     records = slurm_node_gres(h100_facts, SLURMD_C, shards_per_gpu=2, mps=True)
     assert records[:8] == slurm_node_gres(h100_facts, SLURMD_C)
-    assert slurm_gres_summary(records) == "gpu:nvidia_h100_80gb_hbm3:8,shard:16,mps:800"
+    assert gres_summary(records) == "gpu:nvidia_h100_80gb_hbm3:8,shard:16,mps:800"
     assert slurm_gres_conf(records, True)[:2] == ["AutoDetect=nvml", "Name=shard Count=2 File=/dev/nvidia0"]
     with pytest.raises(AnsibleFilterError, match=r"^slurm_node_gres: shards_per_gpu must be a whole number from 0 "
                                                  r"\(no shards\) to 128, got -1$"):
