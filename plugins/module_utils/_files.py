@@ -24,6 +24,8 @@ KINDS = ("content", "base64", "directory", "link")
 DIFF_LIMIT = 104448
 # A destination is compared by content up to this size; a larger file is rewritten.
 READ_LIMIT = 64 * 1024 * 1024
+# A link target holds fewer bytes than this (Linux PATH_MAX, its final NUL included).
+PATH_MAX = 4096
 
 
 class FilesError(Exception):
@@ -81,7 +83,7 @@ def plan(entries, check_mode=False):
     Every destination must be an absolute path named once, and its parent a directory that exists or an earlier
     directory entry creates. In check mode an owner or group that does not exist yet counts as a difference (an
     earlier task of the run would make it), not an error."""
-    planned, seen = [], set()
+    planned, seen, directories, others = [], set(), set(), set()
     for entry in entries:
         path = entry["dest"]
         if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path or "\n" in path:
@@ -91,9 +93,19 @@ def plan(entries, check_mode=False):
             raise FilesError("%s: named twice (each destination is declared once)" % path)
         kind = entry_kind(entry)
         parent = os.path.dirname(path)
+        # Nothing goes beneath an earlier entry's file or link (it would fail half-way, or write through the link
+        # the task has just made), nor beneath something that is there and is not a directory.
+        for above in ancestors(path):
+            if above in others:
+                raise FilesError("%s: is beneath %s, which an earlier entry makes a file or link" % (path, above))
+            if above in directories:
+                break
+            if os.path.lexists(above) and not os.path.isdir(above):
+                raise FilesError("%s: %s is there and is not a directory (a file, or a link to a missing path)"
+                                 % (path, above))
         # A directory's missing parents are made with it (as ansible.builtin.file makes them); a file's or a link's
         # directory must exist or be made by an earlier entry.
-        if kind != "directory" and parent not in seen and not os.path.isdir(parent):
+        if kind != "directory" and parent not in directories and not os.path.isdir(parent):
             raise FilesError("%s: its directory %s does not exist; declare it as a directory entry before it"
                              % (path, parent))
         item = {"path": path, "kind": kind, "uid": owner_id(entry.get("owner"), path, check_mode),
@@ -103,6 +115,9 @@ def plan(entries, check_mode=False):
             item["target"] = entry["link"]
             if not isinstance(item["target"], str) or not item["target"] or "\0" in item["target"]:
                 raise FilesError("%s: link must be a non-empty path without NUL" % path)
+            if len(item["target"].encode("utf-8", "surrogateescape")) >= PATH_MAX:
+                raise FilesError("%s: link target is %d bytes; a link holds fewer than %d"
+                                 % (path, len(item["target"].encode("utf-8", "surrogateescape")), PATH_MAX))
         else:
             item["mode"] = parse_mode(entry.get("mode"), path)
             if kind == "content" and entry.get("base64") is not None:
@@ -112,7 +127,10 @@ def plan(entries, check_mode=False):
                 item["data"] = content.encode("utf-8", "surrogateescape") if isinstance(content, str) else content
         seen.add(path)
         if kind == "directory":
-            seen.update(ancestors(path))
+            directories.add(path)
+            directories.update(ancestors(path))
+        else:
+            others.add(path)
         planned.append(item)
     return planned
 
@@ -269,7 +287,13 @@ def put(item, state):
                 os.chmod(directory, item["mode"])
                 _own(directory, item, follow=False)
             return
-        os.chmod(path, item["mode"], follow_symlinks=False)
+        # Read as a directory (not a link): its mode set through a descriptor that does not follow a link put there
+        # since (os.chmod without following links needs /proc, which a chroot may lack).
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            os.fchmod(fd, item["mode"])
+        finally:
+            os.close(fd)
         _own(path, item, follow=False)
         return
     if item["kind"] == "content" and state is not None and state["kind"] == "file" and state["data"] == item["data"]:
@@ -338,8 +362,7 @@ def apply(entries, check_mode=False, want_diff=False):
             try:
                 put(item, state)
             except OSError as error:
-                error_path = error.filename or item["path"]
-                raise PartialError("%s: %s" % (error_path, error.strerror or error), changed) from None
+                raise PartialError("%s: %s" % (item["path"], error.strerror or error), changed) from None
         changed.append(item["path"])
     return changed, diffs, results
 

@@ -19,8 +19,10 @@ description:
     sees half of it. A directory or a link is made or corrected in place.
   - Every entry is checked before anything is written (absolute and distinct destinations, a file's or link's
     directory that exists or that an earlier entry makes, owners and groups that exist on the node, modes, nothing
-    in the way such as a directory where a file belongs). A write that fails part-way fails the task with the paths
-    it had already changed in RV(changed_paths).
+    in the way such as a directory where a file belongs, nothing beneath an earlier entry's file or link or beneath
+    a path that is not a directory, text that is UTF-8, a link target shorter than PATH_MAX). The directories above
+    a destination are taken as they are, links among them followed, as M(ansible.builtin.copy) does. A write that
+    fails part-way fails the task with the paths it had already changed in RV(changed_paths).
   - This is an action plugin with a module on the node. The node's side needs nothing beyond Python.
 extends_documentation_fragment:
   - accelops.gpu.attributes
@@ -102,7 +104,8 @@ options:
       secret:
         description:
           - C(true) keeps the file's text out of C(--diff) and its checksum out of the result (a password hash, a
-            key); the diff shows only that the file changes.
+            key); the diff shows only that the file changes, and a template that fails to render says so without
+            the error's text, which could quote the secret.
         type: bool
         default: false
       owner:

@@ -14,6 +14,8 @@ from ansible_collections.accelops.gpu.plugins.module_utils._numbers import short
 
 # The longest message of a filter error: a message names the field and shows a shortened value, never the input whole.
 MESSAGE_LIMIT = 1000
+# What Python raises on a field of another type or a value it cannot take (NaN as a count, a string as a number).
+INPUT_ERRORS = (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError)
 
 
 def input_problem(raised):
@@ -28,7 +30,7 @@ def input_problem(raised):
 
 def malformed_input(name, expected):
     """A decorator for a filter that reads a structure (facts, a registered result) field by field: a field missing
-    or of another type (AttributeError, KeyError, IndexError, TypeError) or input Python refuses (input_problem) is
+    or of another type or value (INPUT_ERRORS) or input Python refuses (input_problem) is
     AnsibleFilterError naming the filter ``name`` and saying the input is not ``expected``."""
 
     def decorate(function):
@@ -38,7 +40,7 @@ def malformed_input(name, expected):
                 return function(*args, **kwargs)
             except Exception as raised:
                 problem = input_problem(raised)
-                if problem is None and isinstance(raised, (AttributeError, KeyError, IndexError, TypeError)):
+                if problem is None and isinstance(raised, INPUT_ERRORS):
                     problem = "%s: %s" % (type(raised).__name__, shortened(raised, 300))
                 if problem is None:
                     raise
@@ -50,9 +52,10 @@ def malformed_input(name, expected):
 
 
 def filter_errors(name, error):
-    """A decorator that makes a function a filter whose errors of the class ``error`` (one of _errors.py), and what
-    input too large or too deep causes, are AnsibleFilterError naming the filter ``name``, with a message of at most
-    MESSAGE_LIMIT characters."""
+    """A decorator that makes a function a filter whose errors of the class ``error`` (one of _errors.py), what
+    input too large or too deep causes, and what a field of another type or a value out of range makes Python raise
+    (AttributeError, KeyError, IndexError, TypeError, ValueError, OverflowError) are AnsibleFilterError naming the
+    filter ``name``, with a message of at most MESSAGE_LIMIT characters."""
 
     def decorate(function):
         @functools.wraps(function)
@@ -66,6 +69,9 @@ def filter_errors(name, error):
                         raise AnsibleFilterError("%s: %s" % (name, shortened(said, MESSAGE_LIMIT))) from None
                     raise AnsibleFilterError("%s: %s" % (name, said)) from raised
                 problem = input_problem(raised)
+                if problem is None and isinstance(raised, INPUT_ERRORS):
+                    problem = "the input is not what the filter reads (%s: %s)" % (type(raised).__name__,
+                                                                                     shortened(raised, 300))
                 if problem:
                     raise AnsibleFilterError("%s: %s" % (name, problem)) from None
                 raise

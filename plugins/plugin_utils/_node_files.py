@@ -29,10 +29,19 @@ def _fail(message):
     raise NodeFilesError("node_files: " + message)
 
 
+def _type(value):
+    """A value's type as YAML users know it (not ansible-core's tagged subclasses)."""
+    for name, kind in (("bool", bool), ("int", int), ("float", float), ("str", str), ("list", list), ("dict", dict)):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
 def _check_mode_value(value, where):
     if value is not None and not (isinstance(value, str) and MODE.match(value)):
         _fail("%s must be three or four octal digits as a quoted string such as '0644', got %r%s"
-              % (where, value, " (a YAML number; quote it)" if isinstance(value, int) else ""))
+              % (where, value, " (a YAML number; quote it)"
+                 if isinstance(value, int) and not isinstance(value, bool) else ""))
 
 
 def _check_account(value, where):
@@ -53,12 +62,12 @@ def check_args(args):
     for key in ("mode", "directory_mode"):
         _check_mode_value(args.get(key), key)
     if args.get("known") is not None and not isinstance(args["known"], dict):
-        _fail("known must be node_probe's files (a dict of path to state), got %s" % type(args["known"]).__name__)
+        _fail("known must be node_probe's files (a dict of path to state), got %s" % _type(args["known"]))
     for index, entry in enumerate(files):
         where = "files[%d]" % index
         if not isinstance(entry, dict):
             _fail("%s must be a dict with dest and one of %s, got %s" % (where, ", ".join(SOURCES),
-                                                                         type(entry).__name__))
+                                                                         _type(entry)))
         unknown = sorted(set(entry) - KEYS, key=str)
         if unknown:
             _fail("%s: unknown key %s; allowed: %s" % (where, ", ".join(map(str, unknown)), ", ".join(sorted(KEYS))))
@@ -66,7 +75,7 @@ def check_args(args):
         if not isinstance(dest, str) or not dest.startswith("/") or "\n" in dest or "\0" in dest:
             _fail("%s.dest must be an absolute path without a newline or NUL, got %r" % (where, dest))
         where = "files[%d] (%s)" % (index, dest)
-        given = [key for key in SOURCES if entry.get(key) not in (None, False)]
+        given = [key for key in SOURCES if entry.get(key) is not None and entry.get(key) is not False]
         if len(given) != 1:
             _fail("%s must have exactly one of %s, got %s" % (where, ", ".join(SOURCES), ", ".join(given) or "none"))
         source = given[0]
@@ -77,7 +86,7 @@ def check_args(args):
             if not isinstance(value, list) or not value or not all(isinstance(name, str) for name in value):
                 _fail("%s.module_utils must be a non-empty list of names such as _gpu_config, got %r" % (where, value))
         elif source != "directory" and not isinstance(value, str):
-            _fail("%s.%s must be a string, got %s" % (where, source, type(value).__name__))
+            _fail("%s.%s must be a string, got %s" % (where, source, _type(value)))
         if source == "base64" and not BASE64.match(value):
             _fail("%s.base64 must be base64 text (A-Z, a-z, 0-9, +, / and = at the end)" % where)
         if source == "link" and (not value or "\0" in value or "\n" in value):
@@ -91,7 +100,7 @@ def check_args(args):
         if lib is not None and (source != "program" or not isinstance(lib, str) or not lib.startswith("/")
                                 or "\n" in lib or "\0" in lib):
             _fail("%s.lib must be an absolute path, and is given only with program" % where)
-        if entry.get("secret") not in (None, True, False):
+        if entry.get("secret") is not None and not isinstance(entry["secret"], bool):
             _fail("%s.secret must be true or false, got %r" % (where, entry["secret"]))
         if entry.get("secret") and source not in ("template", "file", "content", "base64"):
             _fail("%s.secret applies to a file's text or bytes (template, file, content or base64)" % where)
@@ -147,8 +156,34 @@ def node_entries(args, read):
     sharing a lib both declare, the same way, once."""
     node = []
     for entry in check_args(args):
-        node.extend(item for item in expand(entry, args, read) if item not in node)
+        for item in expand(entry, args, _withheld(read) if entry.get("secret") else read):
+            _check_text(item)
+            if item not in node:
+                node.append(item)
     return node
+
+
+def _withheld(read):
+    """read for a secret entry: a template that fails to render says so without the text of its error (which can
+    quote the secret's value)."""
+    def secret_read(kind, name, dest):
+        try:
+            return read(kind, name, dest)
+        except NodeFilesError:
+            _fail("%s: %s %s cannot be read or rendered (the details are withheld: the entry is secret)"
+                  % (dest, kind or "file", name))
+    return secret_read
+
+
+def _check_text(item):
+    """Text that is not UTF-8 (a template or file with other bytes, read with surrogate escapes) is refused before
+    anything is written: such bytes are given as base64."""
+    content = item.get("content")
+    if isinstance(content, str):
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            _fail("%s: the text is not UTF-8; give bytes that are not text as base64" % item["dest"])
 
 
 def paths(files, directory_mode=None):

@@ -89,13 +89,22 @@ def test_a_link_in_place_of_a_file_is_replaced_not_followed(tmp_path):
     ({"dest": "{root}/file", "directory": True, "mode": "0755"}, "is a file, not a directory"),
     ({"dest": "{root}/fifo", "content": "x", "mode": "0644"}, "is a fifo, socket or device"),
     ({"dest": "{root}/first", "content": "again", "mode": "0644"}, "named twice"),
+    ({"dest": "{root}/first/under", "content": "x", "mode": "0644"}, "is beneath {root}/first, which an earlier entry "
+                                                                      "makes a file or link"),
+    ({"dest": "{root}/first/a/b", "directory": True, "mode": "0755"}, "is beneath {root}/first"),
+    ({"dest": "{root}/dangling/a/b", "directory": True, "mode": "0755"}, "{root}/dangling is there and is not a "
+                                                                           "directory"),
+    ({"dest": "{root}/file/x", "directory": True, "mode": "0755"}, "{root}/file is there and is not a directory"),
+    ({"dest": "{root}/long", "link": "x" * 5000}, "link target is 5000 bytes; a link holds fewer than 4096"),
 ])
 def test_refused_before_anything_is_written(tmp_path, bad, message):
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("file\n")
     os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
     bad = {key: value.replace("{root}", str(tmp_path)) if isinstance(value, str) else value
            for key, value in bad.items()}
+    message = message.replace("{root}", str(tmp_path))
     first = {"dest": str(tmp_path / "first"), "content": "first\n", "mode": "0644"}
     with pytest.raises(_files.FilesError, match=message.replace("(", r"\(")):
         _files.apply([first, bad])
@@ -161,3 +170,29 @@ def test_base64_bytes_are_written_as_they_are_and_kept_secret(tmp_path):
     assert _files.apply(wanted)[0] == []
     with pytest.raises(_files.FilesError, match="base64 must be base64 text"):
         _files.apply([dict(wanted[0], base64="not base64!")])
+
+
+def test_nothing_is_written_through_a_link_the_task_makes(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    wanted = [{"dest": str(tmp_path / "link"), "link": str(tmp_path / "elsewhere")},
+              {"dest": str(tmp_path / "link" / "beneath"), "content": "x", "mode": "0644"}]
+    for check_mode in (True, False):
+        with pytest.raises(_files.FilesError, match="is beneath %s, which an earlier entry" % (tmp_path / "link")):
+            _files.apply(wanted, check_mode=check_mode)
+    assert sorted(os.listdir(tmp_path)) == ["elsewhere"] and os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_directory_mode_is_set_without_following_links(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir(mode=0o700)
+    # As in a chroot without /proc: chmod that does not follow links is unavailable.
+    real = os.chmod
+
+    def chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
+        if not follow_symlinks:
+            raise NotImplementedError("chmod: follow_symlinks unavailable on this platform")
+        return real(path, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(_files.os, "chmod", chmod)
+    changed, _diffs, _results = _files.apply([{"dest": str(tmp_path / "d"), "directory": True, "mode": "0755"}])
+    assert changed == [str(tmp_path / "d")]
+    assert stat.S_IMODE(os.stat(tmp_path / "d").st_mode) == 0o755

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import NodeFilesError
-from ansible_collections.accelops.gpu.plugins.plugin_utils._node_files import check_args, paths, settled
+from ansible_collections.accelops.gpu.plugins.plugin_utils._node_files import check_args, node_entries, paths, settled
 
 GOOD = {"dest": "/etc/x", "content": "x\n"}
 
@@ -50,6 +50,8 @@ def test_good():
     ({"files": [{"dest": "/x", "program": "p", "lib": "l"}]}, "lib must be an absolute path"),
     ({"files": [{"dest": "/x", "directory": True, "secret": True}]}, "secret applies to a file's text"),
     ({"files": [{"dest": "/x", "content": "y", "secret": "yes"}]}, "secret must be true or false"),
+    ({"files": [{"dest": "/x", "content": "y", "secret": 1}]}, "secret must be true or false"),
+    ({"files": [{"dest": "/x", "content": 0}]}, "files[0] (/x).content must be a string, got int"),
 ])
 def test_refused(args, message):
     with pytest.raises(NodeFilesError) as caught:
@@ -119,3 +121,29 @@ def test_settled_compares_base64_as_bytes():
     assert answer["files"] == [{"dest": "/k", "state": "file", "changed": False, "differs": []}]
     known["/k"]["checksum"] = SHA1_X
     assert settled(node, {}, known) is None
+
+
+def test_text_that_is_not_utf8_is_refused():
+    # A template or file with other bytes arrives with surrogate escapes: refused before any call on the node.
+    with pytest.raises(NodeFilesError, match=r"^node_files: /x: the text is not UTF-8; give bytes that are not text as "
+                                             r"base64$"):
+        node_entries({"files": [{"dest": "/x", "template": "t.j2"}]}, lambda kind, name, dest: "\udcff\udcfebin")
+
+
+def test_a_secret_entry_withholds_its_rendering_error():
+    def read(kind, name, dest):
+        raise NodeFilesError("node_files: %s: template %s: time data 'TOPSECRET' does not match" % (dest, name))
+
+    with pytest.raises(NodeFilesError) as caught:
+        node_entries({"files": [{"dest": "/k", "template": "k.j2", "secret": True}]}, read)
+    assert "TOPSECRET" not in str(caught.value)
+    assert str(caught.value) == ("node_files: /k: template k.j2 cannot be read or rendered (the details are withheld: "
+                                 "the entry is secret)")
+    with pytest.raises(NodeFilesError, match="TOPSECRET"):
+        node_entries({"files": [{"dest": "/k", "template": "k.j2"}]}, read)
+
+
+def test_a_boolean_mode_is_not_called_a_number():
+    with pytest.raises(NodeFilesError) as caught:
+        check_args({"files": [{"dest": "/x", "content": "y", "mode": True}]})
+    assert str(caught.value).endswith("such as '0644', got True")
