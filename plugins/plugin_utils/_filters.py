@@ -70,8 +70,8 @@ def filter_errors(name, error):
                     raise AnsibleFilterError("%s: %s" % (name, said)) from raised
                 problem = input_problem(raised)
                 if problem is None and isinstance(raised, INPUT_ERRORS):
-                    problem = "the input is not what the filter reads (%s: %s)" % (type(raised).__name__,
-                                                                                     shortened(raised, 300))
+                    problem = ("the input is not what the filter reads (%s: %s)"
+                               % (type(raised).__name__, shortened(raised, 300)))
                 if problem:
                     raise AnsibleFilterError("%s: %s" % (name, problem)) from None
                 raise

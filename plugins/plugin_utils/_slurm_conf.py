@@ -441,8 +441,8 @@ def _conf_line(record):
     if record["name"] in SHARING:
         file = record.get("file")
         if not (isinstance(file, str) and DEVICE_FILE.match(file) and "," not in file):
-            raise SlurmError("GPU %s: %s file %r is not a GPU's device path" % (record.get("index"), record["name"],
-                                                                              record.get("file")))
+            raise SlurmError("GPU %s: %s file %r is not a GPU's device path"
+                             % (record.get("index"), record["name"], record.get("file")))
         return "Name=%s Count=%d File=%s" % (record["name"], record["count"], record["file"])
     label = "GPU %s%s" % (record.get("index"), "" if record.get("mig_index") is None
                           else " MIG device %s" % record["mig_index"])

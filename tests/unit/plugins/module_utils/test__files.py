@@ -89,11 +89,11 @@ def test_a_link_in_place_of_a_file_is_replaced_not_followed(tmp_path):
     ({"dest": "{root}/file", "directory": True, "mode": "0755"}, "is a file, not a directory"),
     ({"dest": "{root}/fifo", "content": "x", "mode": "0644"}, "is a fifo, socket or device"),
     ({"dest": "{root}/first", "content": "again", "mode": "0644"}, "named twice"),
-    ({"dest": "{root}/first/under", "content": "x", "mode": "0644"}, "is beneath {root}/first, which an earlier entry "
-                                                                      "makes a file or link"),
+    ({"dest": "{root}/first/under", "content": "x", "mode": "0644"},
+     "is beneath {root}/first, which an earlier entry makes a file or link"),
     ({"dest": "{root}/first/a/b", "directory": True, "mode": "0755"}, "is beneath {root}/first"),
-    ({"dest": "{root}/dangling/a/b", "directory": True, "mode": "0755"}, "{root}/dangling is there and is not a "
-                                                                           "directory"),
+    ({"dest": "{root}/dangling/a/b", "directory": True, "mode": "0755"},
+     "{root}/dangling is there and is not a directory"),
     ({"dest": "{root}/file/x", "directory": True, "mode": "0755"}, "{root}/file is there and is not a directory"),
     ({"dest": "{root}/long", "link": "x" * 5000}, "link target is 5000 bytes; a link holds fewer than 4096"),
 ])
