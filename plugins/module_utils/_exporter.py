@@ -50,10 +50,16 @@ try:
 except ImportError:  # main() says that the exporter needs it
     CollectorRegistry = None
 
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils import _job_map
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._metrics import (
-    CONTENT_TYPE, HOSTNAME_LABELS, Node, as_node, collect, render)
+    CONTENT_TYPE,
+    HOSTNAME_LABELS,
+    Node,
+    as_node,
+    collect,
+    render,
+)
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError, NvmlSession
 
 # Everything the series need, the PCI bus included (the health verdict sees a GPU that NVML no longer lists); not the
@@ -198,7 +204,7 @@ def _lock_of(watcher):
     return watcher.lock if watcher is not None else threading.Lock()
 
 
-def _read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=None):
+def _read_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None):
     """One reading under the lock, with the watcher's XID counts where one watches, as metric families; whatever
     raises on the way is the error page, never an empty answer or a dropped connection."""
     try:
@@ -208,9 +214,9 @@ def _read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=None):
         return failed(hostname, "%s: %s" % (type(exc).__name__, exc))
 
 
-def _scrape_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=None):
+def _scrape_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None):
     """_read_with as exposition text."""
-    return render(_read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir))
+    return render(_read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir))
 
 
 def read(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None):
@@ -271,7 +277,7 @@ class GpuCollector:
         with self._fresh:
             if self._at is None or time.monotonic() - self._at >= FRESH_S:
                 self._families = _read_with(self.lock, self.hostname, self.sysfs_root, self.lib, self.watcher,
-                                            self.job_map_dir)
+                                            job_map_dir=self.job_map_dir)
                 self._at = time.monotonic()
             return list(self._families)
 
@@ -308,7 +314,7 @@ def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, ro
     while True:
         start = time.monotonic()
         try:
-            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir))
+            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir))
         except (OSError, ValueError) as exc:
             sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
             if not interval:

@@ -94,17 +94,16 @@ def read(directory):
             if text is None:
                 found.problems += 1
                 continue
-            jobs = found.jobs.setdefault(str(int(name)), [])
-            for line in text.splitlines():
-                line = line.strip()
-                if not line:
+            jobs = found.jobs.setdefault(name, [])
+            for job in (line.strip() for line in text.splitlines()):
+                if not job:
                     continue
-                if not JOB_ID.match(line) or len(jobs) >= MAX_JOBS_PER_GPU:
+                if not JOB_ID.match(job) or len(jobs) >= MAX_JOBS_PER_GPU:
                     found.problems += 1
-                elif line not in jobs:
-                    jobs.append(line)
+                elif job not in jobs:
+                    jobs.append(job)
             if not jobs:
-                del found.jobs[str(int(name))]
+                del found.jobs[name]
     finally:
         os.close(directory_fd)
     return found

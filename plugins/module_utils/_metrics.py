@@ -193,7 +193,7 @@ def render(families):
 class Node:
     """The node's name and the label that carries it (one of HOSTNAME_LABELS)."""
 
-    __slots__ = ("name", "label")
+    __slots__ = ("label", "name")
 
     def __init__(self, name, label="Hostname"):
         if label not in HOSTNAME_LABELS:
