@@ -53,8 +53,9 @@ sanity: venv
 units: venv $(FAKENVML) browser $(PROMTOOL)
 	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest
 
-# Prometheus' promtool from the distribution's package, unpacked under build/ (not installed: no server starts on
-# this machine), for the alert rules' tests (tests/unit/roles/gpu_monitoring/test_rules.py).
+# Prometheus' promtool and server from the distribution's package, unpacked under build/ (not installed: no server
+# starts on this machine), for the alert rules' tests (tests/unit/roles/gpu_monitoring/test_rules.py) and the slurm
+# scenario's Prometheus, which runs inside its controller's container.
 $(PROMTOOL):
 	rm -rf $(BUILD)/prometheus && mkdir -p $(BUILD)/prometheus/deb
 	cd $(BUILD)/prometheus/deb && { apt-get download -q prometheus 2>/dev/null || { apt-get update -q && apt-get download -q prometheus; }; }
@@ -69,7 +70,7 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium poppler-utils fonts-dejavu-core; }
 
 # The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
-sim: venv $(FAKENVML) $(LINKED)
+sim: venv $(FAKENVML) $(LINKED) $(PROMTOOL)
 	tests/sim/images/docker-up.sh
 	tests/sim/images/build-image.sh bookworm
 	tests/sim/images/build-image.sh trixie

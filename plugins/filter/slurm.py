@@ -99,6 +99,23 @@ def slurm_gres_mismatch(expected, output):
     return _slurm_conf.gres_mismatch(expected, _text(output, "slurmd -G", ("stdout", "stderr")))
 
 
+@_filter("_slurm_foreign_scripts")
+def slurm_foreign_scripts(conf, wanted):
+    """slurm.conf's Prolog, Epilog and PrologFlags settings that differ from the ones the role writes."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
+    if not isinstance(wanted, dict) or not all(isinstance(value, str) for value in wanted.values()):
+        raise SlurmError("wanted must be a dict of the settings the role writes, each a text")
+    if isinstance(conf, dict) and not conf.get("exists", True):
+        return []
+    if isinstance(conf, dict) and "content" in conf:
+        try:
+            conf = base64.b64decode(conf["content"] or "", validate=True).decode("utf-8", errors="replace")
+        except (binascii.Error, TypeError) as error:
+            raise SlurmError("the slurm.conf read is not base64 text (%s)" % error) from None
+    return _slurm_conf.foreign_scripts(conf, wanted)
+
+
 @_filter("_slurm_node_problems")
 def slurm_node_problems(lines, nodes):
     """What keeps the controller's view of the nodes (scontrol show node --oneliner) from their configuration."""
@@ -187,6 +204,7 @@ class FilterModule:
             "slurm_gres_conf": slurm_gres_conf,
             "_slurm_gres_mismatch": slurm_gres_mismatch,
             "_slurm_node_problems": slurm_node_problems,
+            "_slurm_foreign_scripts": slurm_foreign_scripts,
             "slurm_node_states": slurm_node_states,
             "_slurm_health_actions": slurm_health_actions,
             "_slurm_maintenance": slurm_maintenance,

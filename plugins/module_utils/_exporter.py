@@ -13,7 +13,11 @@ reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporte
 
 Run on the node by its program, node_programs/accelops-gpu-exporter.py (with pynvml and prometheus_client
 importable): accelops-gpu-exporter --lib DIR [--listen HOST:PORT [--web.config.file PATH] | --textfile PATH
-[--interval SECONDS]] [--hostname NAME] [--sysfs-root DIR]
+[--interval SECONDS]] [--hostname NAME] [--hostname-label Hostname|hostname] [--hpc-job-mapping-dir DIR]
+[--sysfs-root DIR]
+
+With --hpc-job-mapping-dir (dcgm-exporter's option of that name), the series of a GPU that a job holds carry the job's
+id in hpc_job (module_utils/_job_map.py reads the directory at every scrape).
 """
 
 from __future__ import annotations
@@ -46,8 +50,16 @@ try:
 except ImportError:  # main() says that the exporter needs it
     CollectorRegistry = None
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _job_map
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
-from ansible_collections.accelops.gpu.plugins.module_utils._metrics import CONTENT_TYPE, collect, render
+from ansible_collections.accelops.gpu.plugins.module_utils._metrics import (
+    CONTENT_TYPE,
+    HOSTNAME_LABELS,
+    Node,
+    as_node,
+    collect,
+    render,
+)
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import GpuLost, NvmlCallError, NvmlSession
 
 # Everything the series need, the PCI bus included (the health verdict sees a GPU that NVML no longer lists); not the
@@ -192,42 +204,46 @@ def _lock_of(watcher):
     return watcher.lock if watcher is not None else threading.Lock()
 
 
-def _read_with(lock, hostname, sysfs_root, lib, watcher):
+def _read_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None):
     """One reading under the lock, with the watcher's XID counts where one watches, as metric families; whatever
     raises on the way is the error page, never an empty answer or a dropped connection."""
     try:
         with lock:
-            return read(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None)
+            return read(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None, job_map_dir)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
         return failed(hostname, "%s: %s" % (type(exc).__name__, exc))
 
 
-def _scrape_with(lock, hostname, sysfs_root, lib, watcher):
+def _scrape_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None):
     """_read_with as exposition text."""
-    return render(_read_with(lock, hostname, sysfs_root, lib, watcher))
+    return render(_read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir))
 
 
-def read(hostname, sysfs_root="/sys", lib=None, xid=None):
-    """One reading of the node as metric families (prometheus_client's), with how long it took and how many NVML
-    calls it made; with xid (an XidWatcher's state()), the XID errors it counted."""
+def read(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None):
+    """One reading of the node (hostname: its name or a Node) as metric families (prometheus_client's), with how long
+    it took and how many NVML calls it made; with xid (an XidWatcher's state()), the XID errors it counted; with
+    job_map_dir, the jobs on each GPU as the job map says after the GPUs were read (a job that ends meanwhile is not
+    given a GPU it has left)."""
     start = time.monotonic()
     session = NvmlSession(lib)
     try:
         with session:
             facts = GpuFactsCollector(session, resolve_subsets(list(SUBSETS)), sysfs_root).collect()
-        out = collect(facts, hostname, xid)
+        jobs = _job_map.read(job_map_dir) if job_map_dir else None
+        out = collect(facts, hostname, xid, jobs=jobs)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
         out = _failed(hostname, "%s: %s" % (type(exc).__name__, exc))
+    node = as_node(hostname).labels()
     out.add("accelops_gpu_scrape_duration_seconds", "gauge", "How long this reading of the GPUs took.",
-            [("Hostname", hostname)], round(time.monotonic() - start, 6))
+            node, round(time.monotonic() - start, 6))
     out.add("accelops_gpu_scrape_nvml_calls", "gauge", "NVML calls this reading of the GPUs made.",
-            [("Hostname", hostname)], session.calls)
+            node, session.calls)
     return out.families()
 
 
-def scrape(hostname, sysfs_root="/sys", lib=None, xid=None):
+def scrape(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None):
     """One reading of the node as exposition text (see read)."""
-    return render(read(hostname, sysfs_root, lib, xid))
+    return render(read(hostname, sysfs_root, lib, xid, job_map_dir))
 
 
 def _failed(hostname, error):
@@ -235,7 +251,7 @@ def _failed(hostname, error):
              "health": {"status": "unknown", "findings": []}, "errors": []}
     out = collect(facts, hostname)
     out.add("accelops_gpu_exporter_error_info", "gauge", "What went wrong in this reading (always 1).",
-            [("Hostname", hostname), ("error", error[:500])], 1)
+            [*as_node(hostname).labels(), ("error", error[:500])], 1)
     return out
 
 
@@ -249,8 +265,9 @@ class GpuCollector:
     that the XID watcher shares), or the reading of another request younger than FRESH_S (requests that queued behind
     one share it)."""
 
-    def __init__(self, hostname, sysfs_root="/sys", lib=None, watcher=None):
+    def __init__(self, hostname, sysfs_root="/sys", lib=None, watcher=None, job_map_dir=None):
         self.hostname, self.sysfs_root, self.lib, self.watcher = hostname, sysfs_root, lib, watcher
+        self.job_map_dir = job_map_dir
         self.lock = _lock_of(watcher)
         self._fresh = threading.Lock()
         self._at = None
@@ -259,7 +276,8 @@ class GpuCollector:
     def collect(self):
         with self._fresh:
             if self._at is None or time.monotonic() - self._at >= FRESH_S:
-                self._families = _read_with(self.lock, self.hostname, self.sysfs_root, self.lib, self.watcher)
+                self._families = _read_with(self.lock, self.hostname, self.sysfs_root, self.lib, self.watcher,
+                                            job_map_dir=self.job_map_dir)
                 self._at = time.monotonic()
             return list(self._families)
 
@@ -286,7 +304,8 @@ def write_textfile(path, text):
         raise
 
 
-def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, rounds=None, watcher=None):
+def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, rounds=None, watcher=None,
+                  job_map_dir=None):
     """Write a reading to path once (interval 0; 1 when it fails), or every interval seconds for ever (or for
     rounds): a write that fails is said on stderr and tried again at the next round, as a service should. With a
     watcher (an XidWatcher), its XID counts are in every reading."""
@@ -295,7 +314,7 @@ def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, ro
     while True:
         start = time.monotonic()
         try:
-            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher))
+            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir))
         except (OSError, ValueError) as exc:
             sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
             if not interval:
@@ -628,12 +647,13 @@ def _quiet(loop, context):
                                                         ": %s: %s" % (type(exc).__name__, exc) if exc else ""))
 
 
-def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=None, web=None, **limits):
+def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=None, web=None, job_map_dir=None,
+                **limits):
     """An HTTP(S) server (not yet serving) whose /metrics is a reading (GpuCollector) per request; with a watcher (an
     XidWatcher, whose lock the readings share), its XID counts in every scrape; with web (a WebConfig), TLS and basic
     authentication."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(GpuCollector(hostname, sysfs_root, lib, watcher))
+    registry.register(GpuCollector(hostname, sysfs_root, lib, watcher, job_map_dir))
     family, address = _bind_family(host, port)
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -664,7 +684,14 @@ def main(argv=None, lib=None):
     target.add_argument("--textfile", help="write one reading to this .prom file and exit (see --interval)")
     parser.add_argument("--interval", type=float, default=0, metavar="SECONDS",
                         help="with --textfile: write a new reading every SECONDS (1 to 3600) until stopped")
-    parser.add_argument("--hostname", default=socket.gethostname(), help="the Hostname label (default: this host)")
+    parser.add_argument("--hostname", default=socket.gethostname(),
+                        help="the node's name in the Hostname label (default: this host)")
+    parser.add_argument("--hostname-label", choices=HOSTNAME_LABELS, default="Hostname",
+                        help="the label of the node's name: Hostname (dcgm-exporter's releases) or hostname (its main "
+                             "branch)")
+    parser.add_argument("--hpc-job-mapping-dir", metavar="DIR",
+                        help="label each GPU's series with the jobs that hold it (hpc_job), as this directory's files "
+                             "say (dcgm-exporter's HPC job-mapping convention)")
     parser.add_argument("--sysfs-root", default="/sys")
     parser.add_argument("--no-xid", action="store_true", help="do not watch NVML's events for XID errors")
     parser.add_argument("--web.config.file", dest="web_config_file", metavar="PATH",
@@ -678,6 +705,10 @@ def main(argv=None, lib=None):
         parser.error("--hostname must be one line of UTF-8 text")
     if not args.sysfs_root or any(c in args.sysfs_root for c in "\n\r\0") or not _utf8(args.sysfs_root):
         parser.error("--sysfs-root must be one line of UTF-8 text")
+    if args.hpc_job_mapping_dir is not None and not (args.hpc_job_mapping_dir.startswith("/")
+                                                     and _one_line(args.hpc_job_mapping_dir)):
+        parser.error("--hpc-job-mapping-dir must be an absolute path on one line")
+    node = Node(args.hostname, args.hostname_label)
     if args.interval and not (args.textfile and 1 <= args.interval <= 3600):
         parser.error("--interval goes with --textfile and is from 1 to 3600 seconds")
     if args.web_config_file is not None and (args.textfile or not _one_line(args.web_config_file)
@@ -691,8 +722,8 @@ def main(argv=None, lib=None):
         if watcher is not None:
             watcher.start()
         try:
-            return textfile_loop(args.textfile, args.hostname, args.sysfs_root, lib, interval=args.interval,
-                                 watcher=watcher)
+            return textfile_loop(args.textfile, node, args.sysfs_root, lib, interval=args.interval,
+                                 watcher=watcher, job_map_dir=args.hpc_job_mapping_dir)
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -703,7 +734,8 @@ def main(argv=None, lib=None):
         return 1
     try:
         host, port = parse_listen(args.listen)
-        server = make_server(host, port, args.hostname, args.sysfs_root, lib, watcher=watcher, web=web)
+        server = make_server(host, port, node, args.sysfs_root, lib, watcher=watcher, web=web,
+                             job_map_dir=args.hpc_job_mapping_dir)
     except (OSError, ValueError) as exc:
         sys.stderr.write("accelops-gpu-exporter: cannot listen on %s: %s\n" % (args.listen, exc))
         return 1

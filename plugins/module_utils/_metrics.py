@@ -10,6 +10,10 @@ dcgm-exporter read it unchanged; a MIG device's memory series carry GPU_I_PROFIL
 The collection's own series start with accelops_gpu_: whether NVML answered, the health verdict and each finding, the
 driver's versions, lost GPUs, NVML calls that failed, clock event reasons, NVLink state and compute processes.
 
+The node's name is in the label Hostname, or hostname as dcgm-exporter's main branch renamed it (NVIDIA/dcgm-exporter
+#655; Node chooses). A GPU that jobs hold (a job map in dcgm-exporter's HPC convention, _job_map.py) has every series
+once per job, with the job's id in hpc_job, as dcgm-exporter's are; a GPU no job holds has no hpc_job label.
+
 An NVML error is never good news here: when NVML or the driver does not answer there is no GPU count and no
 per-GPU series (not zero GPUs), accelops_gpu_nvml_up is 0, and the health verdict reads "unknown" unless the facts
 already judged the node worse.
@@ -26,6 +30,8 @@ except ImportError:  # the node's environment lacks it: the exporter says so (_e
 # Prometheus' text format 0.0.4, as dcgm-exporter serves it (prometheus_client.exposition.CONTENT_TYPE_PLAIN_0_0_4).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 HEALTH_VALUES = {"ok": 0, "warning": 1, "critical": 2, "unknown": 3}
+# The label of the node's name: dcgm-exporter's releases, and its main branch since #655.
+HOSTNAME_LABELS = ("Hostname", "hostname")
 
 
 def _path(*keys):
@@ -184,12 +190,31 @@ def render(families):
     return text
 
 
+class Node:
+    """The node's name and the label that carries it (one of HOSTNAME_LABELS)."""
+
+    __slots__ = ("label", "name")
+
+    def __init__(self, name, label="Hostname"):
+        if label not in HOSTNAME_LABELS:
+            raise ValueError("the node's label is one of %s, got %r" % (", ".join(HOSTNAME_LABELS), label))
+        self.name, self.label = name, label
+
+    def labels(self):
+        return [(self.label, self.name)]
+
+
+def as_node(hostname):
+    """A Node from a Node or a name (which the label Hostname carries)."""
+    return hostname if isinstance(hostname, Node) else Node(hostname)
+
+
 def gpu_labels(gpu, hostname, driver_version=None):
-    """dcgm-exporter's labels of one GPU."""
+    """dcgm-exporter's labels of one GPU; hostname is the node's name or a Node."""
     labels = [("gpu", gpu.get("index")), ("UUID", gpu.get("uuid") or ""),
               ("pci_bus_id", nvml_bus_id(gpu.get("pci_bus_id") or "")),
               ("device", "nvidia%s" % gpu["minor_number"] if gpu.get("minor_number") is not None else ""),
-              ("modelName", gpu.get("name") or ""), ("Hostname", hostname)]
+              ("modelName", gpu.get("name") or ""), *as_node(hostname).labels()]
     if driver_version:
         labels.append(("DCGM_FI_DRIVER_VERSION", driver_version))
     return labels
@@ -215,17 +240,18 @@ def _node_health(facts):
     return verdict
 
 
-def exposition(facts, hostname, xid=None):
+def exposition(facts, hostname, xid=None, jobs=None):
     """Every series for one node's facts as text (see collect)."""
-    return collect(facts, hostname, xid).text()
+    return collect(facts, hostname, xid, jobs=jobs).text()
 
 
-def collect(facts, hostname, xid=None, out=None):
+def collect(facts, hostname, xid=None, out=None, jobs=None):
     """Every series for one node's facts (gpu_facts' ansible_facts.nvidia, with health), added to out (a new
-    Exposition where None), which is returned. xid is what the exporter's XID watcher counted ({"up", "error",
-    "counts": {(gpu, code): n}, "last": {gpu: code}, "watched": [gpu, ...]}), None where nothing watches."""
+    Exposition where None), which is returned. hostname is the node's name or a Node. xid is what the exporter's XID
+    watcher counted ({"up", "error", "counts": {(gpu, code): n}, "last": {gpu: code}, "watched": [gpu, ...]}), None
+    where nothing watches; jobs is the job map that was read (a _job_map.JobMap), None where none is read."""
     out = Exposition() if out is None else out
-    node = [("Hostname", hostname)]
+    node = as_node(hostname).labels()
     answered = bool(facts.get("nvml_available") and facts.get("driver_loaded"))
     out.add("accelops_gpu_nvml_up", "gauge", "Whether NVML and the NVIDIA driver answered (1) or not (0).", node,
             answered)
@@ -257,13 +283,20 @@ def collect(facts, hostname, xid=None, out=None):
         out.declare("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.")
         out.declare("accelops_gpu_xid_errors_total", "counter",
                     "XID errors of the GPU by code, since the exporter started.")
+    if jobs is not None:
+        out.add("accelops_gpu_job_map_problems", "gauge",
+                "Entries of the job map left out in this reading (not a GPU index, a link, not a regular file, too "
+                "large, a line that is not a job id).", node, jobs.problems)
     if not answered:
         return out
     out.add("accelops_gpu_count", "gauge", "GPUs that NVML lists.", node, facts.get("gpu_count"))
     for name, kind, text, _read in GPU_FAMILIES:
         out.declare(name, kind, text)
     for gpu in _dicts(facts.get("gpus")):
-        _gpu_series(out, gpu, hostname, facts.get("driver_version"), xid if isinstance(xid, dict) else None)
+        base = gpu_labels(gpu, hostname, facts.get("driver_version"))
+        held = jobs.of(gpu.get("index")) if jobs is not None else []
+        for labels in [[*base, ("hpc_job", job)] for job in held] or [base]:
+            _gpu_series(out, gpu, labels, xid if isinstance(xid, dict) else None)
     return out
 
 
@@ -279,8 +312,7 @@ def _xid_series(out, gpu, labels, xid):
             out.add("accelops_gpu_xid_errors_total", "counter", "", [*labels, ("xid", code)], count)
 
 
-def _gpu_series(out, gpu, hostname, driver_version, xid=None):
-    labels = gpu_labels(gpu, hostname, driver_version)
+def _gpu_series(out, gpu, labels, xid=None):
     if xid is not None:
         _xid_series(out, gpu, labels, xid)
     out.add("accelops_gpu_lost", "gauge", "Whether the GPU fell off the bus or stopped answering (1) or not (0).",

@@ -576,3 +576,23 @@ def _sharing_messages(expected, lines):
             messages.append("%s: gres.conf/facts expect %d in all, slurmd -G detects %d"
                             % (name, sum(record["count"] for record in want), sum(line["count"] for line in have)))
     return messages
+
+
+# The settings of slurm.conf that run scripts on the nodes. The role writes them (every script in the prolog and
+# epilog directories, the job map's among them): a slurm.conf that a site wrote with other values would lose them.
+SCRIPT_KEYS = ("Prolog", "Epilog", "PrologFlags")
+
+
+def foreign_scripts(text, wanted):
+    """The script settings (SCRIPT_KEYS; keys in any case, as Slurm reads them) that text (a slurm.conf) gives with a
+    value other than wanted's ({key: value}), as KEY=VALUE texts in the file's order."""
+    if not isinstance(text, str):
+        raise SlurmError("the slurm.conf to read must be text, got %s" % type(text).__name__)
+    keys = {key.lower(): key for key in SCRIPT_KEYS}
+    found = []
+    for line in text.splitlines():
+        key, equals, value = line.split("#", 1)[0].strip().partition("=")
+        key = keys.get(key.strip().lower())
+        if equals and key is not None and value.strip() != wanted.get(key):
+            found.append("%s=%s" % (key, value.strip()[:200]))
+    return found

@@ -4,9 +4,11 @@ One scrape (_exporter.scrape: one NVML session, the facts with health and the PC
 8-GPU DGX H100 fixture with the real pynvml and the fake libnvidia-ml.so.1, in-process: the median and the 90th
 percentile of N scrapes, the NVML calls of one, the size of the text, and the process's peak resident memory.
 --double reads a 16-GPU node made from the fixture: each GPU twice, the copies with a UUID, serial, minor number and
-PCI domain of their own (a build/ file; no 16-GPU machine of one model is modelled).
+PCI domain of their own (a build/ file; no 16-GPU machine of one model is modelled). --jobs-per-gpu K reads a job
+map (dcgm-exporter's HPC job mapping, as the slurm role's prolog writes it) with K jobs on every GPU, so that every GPU
+series is there K times with its hpc_job label.
 
-Usage: python tests/bench/exporter.py [--runs N] [--fixture NAME] [--double]
+Usage: python tests/bench/exporter.py [--runs N] [--fixture NAME] [--double] [--jobs-per-gpu K]
 """
 
 from __future__ import annotations
@@ -58,9 +60,12 @@ def main():
     parser.add_argument("--runs", type=int, default=101)
     parser.add_argument("--fixture", default="dgx-h100")
     parser.add_argument("--double", action="store_true", help="each GPU of the fixture twice")
+    parser.add_argument("--jobs-per-gpu", type=int, default=0, help="K jobs on every GPU in a job map (0: no map)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    if not 0 <= args.jobs_per_gpu <= 128:
+        parser.error("--jobs-per-gpu is from 0 to 128")
     if not (FIXTURES / ("%s.conf" % args.fixture)).is_file():
         parser.error("no fixture %s in %s" % (args.fixture, FIXTURES))
     expose_collection()
@@ -71,24 +76,40 @@ def main():
     os.environ["FAKE_NVML_FIXTURE"] = str(fixture)
     from ansible_collections.accelops.gpu.plugins.module_utils._exporter import scrape
 
-    text = scrape("bench")  # warm: imports, the library's first load
+    job_map = None
+    if args.jobs_per_gpu:
+        job_map = ROOT / "build" / "bench" / "job-map"
+        job_map.mkdir(parents=True, exist_ok=True)
+        for old in job_map.iterdir():
+            old.unlink()
+        count = int(next(line for line in fixture.read_text(encoding="utf-8").splitlines()
+                         if line.startswith("gpu_count=")).split("=", 1)[1])
+        for gpu in range(count):
+            jobs = ["%d\n" % (100000 + gpu * 1000 + job) for job in range(args.jobs_per_gpu)]
+            (job_map / str(gpu)).write_text("".join(jobs))
+        job_map = str(job_map)
+    text = scrape("bench", job_map_dir=job_map)  # warm: imports, the library's first load
     times = []
     for _run in range(args.runs):
         start = time.perf_counter()
-        text = scrape("bench")
+        text = scrape("bench", job_map_dir=job_map)
         times.append((time.perf_counter() - start) * 1000)
     calls = [line for line in text.splitlines() if line.startswith("accelops_gpu_scrape_nvml_calls")]
     times.sort()
     results = {"fixture": args.fixture + (" doubled" if args.double else ""), "runs": args.runs,
+               "jobs_per_gpu": args.jobs_per_gpu,
                "median_ms": round(statistics.median(times), 2),
                "p90_ms": round(times[int(len(times) * 0.9) - 1], 2), "nvml_calls": int(float(calls[0].split()[-1])),
                "text_bytes": len(text.encode("utf-8")),
                "series": sum(1 for line in text.splitlines() if not line.startswith("#")),
                "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    out = ROOT / "build" / "bench" / ("exporter%s.json" % ("-16" if args.double else ""))
+    jobs = "-jobs%d" % args.jobs_per_gpu if args.jobs_per_gpu else ""
+    name = "exporter%s%s.json" % ("-16" if args.double else "", jobs)
+    out = ROOT / "build" / "bench" / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print("exporter scrape on %(fixture)s: median %(median_ms).2f ms, p90 %(p90_ms).2f ms (%(runs)d runs); "
+    print("exporter scrape on %(fixture)s, %(jobs_per_gpu)d jobs per GPU: median %(median_ms).2f ms, "
+          "p90 %(p90_ms).2f ms (%(runs)d runs); "
           "%(nvml_calls)d NVML calls, %(series)d series, %(text_bytes)d bytes; peak RSS %(peak_rss_mib).1f MiB"
           % results)
     print("written to %s" % out)

@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     FilterModule,
+    slurm_foreign_scripts,
     slurm_gres_conf,
     slurm_gres_mismatch,
     slurm_hardware,
@@ -25,7 +26,7 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import gr
 
 NAMES = {"slurm_node_gres", "slurm_hardware", "slurm_node_line", "slurm_gres_conf", "_slurm_gres_mismatch",
          "_slurm_node_problems", "slurm_node_states", "_slurm_health_actions", "_slurm_maintenance",
-         "_slurm_allreduce_plan", "_slurm_allreduce_result"}
+         "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
 MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
@@ -245,3 +246,31 @@ def test_a_name_slurm_cannot_have_is_that_nodes_problem_only(result):
 def test_node_states_refuses_what_it_cannot_read(output, names, error):
     with pytest.raises(AnsibleFilterError, match="slurm_node_states: .*" + error):
         slurm_node_states(output, names)
+
+
+WANTED = {"Prolog": "/etc/slurm/prolog.d/*", "Epilog": "/etc/slurm/epilog.d/*", "PrologFlags": "Alloc"}
+
+
+def test_a_site_prolog_in_a_hand_written_slurm_conf_is_named():
+    conf = ("ClusterName=gpu\nprolog=/usr/local/sbin/site-prolog   # ours\nEpilog=/etc/slurm/epilog.d/*\n"
+            "# Prolog=/commented/out\nPrologFlags=Contain\nPrologEpilogTimeout=60\nNodeName=n1 CPUs=4\n")
+    assert slurm_foreign_scripts(conf, WANTED) == ["Prolog=/usr/local/sbin/site-prolog", "PrologFlags=Contain"]
+    read = {"exists": True, "content": base64.b64encode(conf.encode()).decode()}
+    assert slurm_foreign_scripts(read, WANTED) == ["Prolog=/usr/local/sbin/site-prolog", "PrologFlags=Contain"]
+
+
+def test_the_roles_own_slurm_conf_and_none_have_no_foreign_script():
+    ours = "Prolog=/etc/slurm/prolog.d/*\nEpilog=/etc/slurm/epilog.d/*\nPrologFlags=Alloc\n"
+    assert slurm_foreign_scripts(ours, WANTED) == []
+    assert slurm_foreign_scripts("ClusterName=gpu\n", WANTED) == []
+    assert slurm_foreign_scripts({"exists": False}, WANTED) == []
+
+
+@pytest.mark.parametrize("conf, wanted, message", [
+    ({"exists": True, "content": "not base64!"}, WANTED, "not base64"),
+    (["Prolog=x"], WANTED, "must be text"),
+    ("", ["Prolog"], "wanted must be a dict"),
+])
+def test_foreign_scripts_refuses_what_it_cannot_read(conf, wanted, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        slurm_foreign_scripts(conf, wanted)

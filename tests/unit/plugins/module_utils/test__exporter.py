@@ -127,6 +127,29 @@ def test_textfile_is_written_whole(nvml_fixture, tmp_path):
     assert sorted(os.listdir(tmp_path / "textfiles")) == ["gpu.prom"]
 
 
+def test_textfile_with_the_jobs_on_each_gpu(nvml_fixture, tmp_path):
+    """--hpc-job-mapping-dir and --hostname-label as dcgm-exporter's: the map is read at every round."""
+    nvml_fixture("dgx-h100")
+    (tmp_path / "textfiles").mkdir()
+    (tmp_path / "map").mkdir()
+    (tmp_path / "map" / "3").write_text("4711\n")
+    target = tmp_path / "textfiles" / "gpu.prom"
+    argv = ["--textfile", str(target), "--hostname", "node1", "--hostname-label", "hostname",
+            "--hpc-job-mapping-dir", str(tmp_path / "map")]
+    assert _exporter.main(argv) == 0
+    families = parse(target.read_text())
+    assert value(families, "DCGM_FI_DEV_GPU_TEMP", gpu=3, hpc_job="4711", hostname="node1") == 32
+    assert [labels.get("hpc_job") for labels, _value in families["DCGM_FI_DEV_GPU_TEMP"]["samples"]] == \
+        [None, None, None, "4711", None, None, None, None]
+    assert value(families, "accelops_gpu_scrape_nvml_calls", hostname="node1") > 0
+    # The job ended: its label is gone at the next reading.
+    (tmp_path / "map" / "3").unlink()
+    assert _exporter.main(argv) == 0
+    families = parse(target.read_text())
+    assert all("hpc_job" not in labels for labels, _value in families["DCGM_FI_DEV_GPU_TEMP"]["samples"])
+    assert value(families, "accelops_gpu_job_map_problems", hostname="node1") == 0
+
+
 def test_textfile_refusals(nvml_fixture, tmp_path, capsys):
     nvml_fixture("dgx-h100")
     (tmp_path / "textfiles").mkdir()
@@ -180,6 +203,7 @@ def test_main_says_why_it_cannot_listen(capsys):
 HOSTNAME = "--hostname must be one line of UTF-8 text"
 INTERVAL = "--interval goes with --textfile and is from 1 to 3600 seconds"
 SYSFS_ROOT = "--sysfs-root must be one line of UTF-8 text"
+JOB_MAP = "--hpc-job-mapping-dir must be an absolute path on one line"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -188,6 +212,9 @@ SYSFS_ROOT = "--sysfs-root must be one line of UTF-8 text"
     (["--textfile", "x.prom", "--interval", "0.5"], INTERVAL),
     (["--textfile", "x.prom", "--interval", "7200"], INTERVAL),
     *[(["--textfile", "x.prom", "--sysfs-root", root], SYSFS_ROOT) for root in ["/sys\udcff", "/sys\n/x", ""]],
+    *[(["--textfile", "x.prom", "--hpc-job-mapping-dir", path], JOB_MAP)
+      for path in ["", "run/map", "/run/map\n", "/run/\udcff"]],
+    (["--textfile", "x.prom", "--hostname-label", "host"], "invalid choice: 'host'"),
 ])
 def test_bad_arguments_are_refused_with_usage_status(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:

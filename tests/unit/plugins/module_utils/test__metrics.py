@@ -207,3 +207,38 @@ def test_energy_is_dcgm_exporters_counter_in_millijoules(scrape):
     # A GPU whose driver does not give it (the fixture without the key): no sample, not 0.
     families, _facts = scrape("old-driver")
     assert families["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]["samples"] == []
+
+
+def test_jobs_label_their_gpus_as_dcgm_exporters_hpc_job(scrape, tmp_path):
+    """A GPU that a job holds has every series with hpc_job; one that two jobs share (shards), every series once per
+    job; the others none; the node's name in the label chosen."""
+    from ansible_collections.accelops.gpu.plugins.module_utils import _job_map
+    from ansible_collections.accelops.gpu.plugins.module_utils._metrics import Node, collect
+
+    _families, facts = scrape("dgx-h100")
+    (tmp_path / "map").mkdir()
+    (tmp_path / "map" / "1").write_text("4711\n")
+    (tmp_path / "map" / "2").write_text("50\n51\n")
+    (tmp_path / "map" / "9").write_text("60\n")  # no such GPU: no series
+    families = parse(collect(facts, Node("node1", "hostname"), jobs=_job_map.read(str(tmp_path / "map"))).text())
+    samples = families["DCGM_FI_DEV_GPU_TEMP"]["samples"]
+    assert [(labels["gpu"], labels.get("hpc_job")) for labels, _value in samples] == [
+        ("0", None), ("1", "4711"), ("2", "50"), ("2", "51"), ("3", None), ("4", None), ("5", None), ("6", None),
+        ("7", None)]
+    assert all(labels["hostname"] == "node1" and "Hostname" not in labels for labels, _value in samples)
+    assert value(families, "DCGM_FI_DEV_GPU_UTIL", gpu=2, hpc_job="51") == facts["gpus"][2]["utilization_gpu_pct"]
+    assert value(families, "accelops_gpu_compute_processes", gpu=1, hpc_job="4711") == \
+        len(facts["gpus"][1]["processes"])
+    assert value(families, "accelops_gpu_job_map_problems", hostname="node1") == 0
+    assert value(families, "accelops_gpu_nvml_up", hostname="node1") == 1
+    # No map read: no job label and no problem count.
+    plain = parse(collect(facts, "node1").text())
+    assert "accelops_gpu_job_map_problems" not in plain
+    assert all("hpc_job" not in labels for labels, _value in plain["DCGM_FI_DEV_GPU_TEMP"]["samples"])
+
+
+def test_the_node_label_is_one_of_dcgm_exporters():
+    from ansible_collections.accelops.gpu.plugins.module_utils._metrics import Node
+
+    with pytest.raises(ValueError, match="Hostname, hostname"):
+        Node("node1", "host")

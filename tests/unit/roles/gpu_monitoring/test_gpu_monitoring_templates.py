@@ -23,7 +23,10 @@ BATCH = Batch()
 CASES = {
     "http": {},
     "textfile": {"gpu_monitoring_output": "textfile", "gpu_monitoring_interval_s": 5,
-                 "gpu_monitoring_hostname": "dgx-01", "accelops_gpu_sysfs_root": "/etc/accelops-sim/sys"},
+                 "gpu_monitoring_hostname": "dgx-01", "accelops_gpu_sysfs_root": "/etc/accelops-sim/sys",
+                 "gpu_monitoring_hostname_label": "hostname", "gpu_monitoring_job_map_dir": "/run/slurm-gpus"},
+    "no_jobs": {"gpu_monitoring_job_map_dir": ""},
+    "dcgm": {"gpu_monitoring_backend": "dcgm"},
     "groups": {"gpu_monitoring_groups": ["video", "render"]},
     "node_exporter": {"gpu_monitoring_output": "textfile", "gpu_monitoring_node_exporter": True,
                       "gpu_monitoring_node_exporter_listen": "127.0.0.1:19100"},
@@ -35,6 +38,7 @@ KEYS = {name: BATCH.add(role_files("gpu_monitoring"), dict(variables, ansible_ma
                         [("unit", UNIT), ("node_exporter", NODE_EXPORTER), ("web", WEB),
                          ("scheme", "{{ __gpu_monitoring_scheme }}"), ("auth", "{{ __gpu_monitoring_auth | bool }}"),
                          ("files", "{{ __gpu_monitoring_files }}"),
+                         ("dcgm_command", "{{ __gpu_monitoring_dcgm_command }}"),
                          ("node_exporter_files", "{{ __gpu_monitoring_node_exporter_files }}")])
         for name, variables in CASES.items()}
 
@@ -47,7 +51,8 @@ def test_http_serves_on_the_listen_address():
     lines = settings(BATCH[KEYS["http"]]["unit"])
     assert ("ExecStart=/opt/accelops-gpu/nvml/bin/python /usr/local/libexec/accelops-gpu/accelops-gpu-exporter "
             "--lib /usr/local/lib/accelops-gpu --listen :9400 "
-            "--web.config.file /etc/accelops-gpu-exporter/web-config.yml") in lines
+            "--web.config.file /etc/accelops-gpu-exporter/web-config.yml "
+            "--hpc-job-mapping-dir /run/accelops-gpu/job-map") in lines
     assert "User=accelops-gpu-exporter" in lines and "Group=accelops-gpu-exporter" in lines
     # The program puts its --lib on sys.path itself; no bytecode is written beside the shipped code.
     assert "Environment=PYTHONDONTWRITEBYTECODE=1" in lines
@@ -64,8 +69,15 @@ def test_textfile_writes_every_interval_and_only_there():
     assert next(line for line in lines if line.startswith("ExecStart=")).endswith(
         "accelops-gpu-exporter --lib /usr/local/lib/accelops-gpu "
         "--textfile /var/lib/prometheus/node-exporter/accelops-gpu.prom --interval 5 --hostname dgx-01 "
-        "--sysfs-root /etc/accelops-sim/sys")
+        "--hostname-label hostname --hpc-job-mapping-dir /run/slurm-gpus --sysfs-root /etc/accelops-sim/sys")
     assert "ReadWritePaths=/var/lib/prometheus/node-exporter" in lines
+
+
+def test_the_job_label_is_off_with_an_empty_directory_and_passed_to_dcgm_exporter():
+    unit = settings(BATCH[KEYS["no_jobs"]]["unit"])
+    assert next(line for line in unit if line.startswith("ExecStart=")).endswith(
+        "--web.config.file /etc/accelops-gpu-exporter/web-config.yml")
+    assert BATCH[KEYS["dcgm"]]["dcgm_command"][-2:] == ["--hpc-job-mapping-dir", "/run/accelops-gpu/job-map"]
 
 
 def test_node_exporter_reads_the_textfile_directory():

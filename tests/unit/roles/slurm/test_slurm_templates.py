@@ -33,7 +33,7 @@ def render(name, **variables):
         "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01", "pcie01"]},
         "__slurm_controller": {"name": "ctl", "hostname": "ctl", "address": ""},
         "__slurm_cluster": {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu",
-                            "partition_default": True, "cgroups": "auto"},
+                            "partition_default": True, "cgroups": "auto", "job_map_dir": "/run/accelops-gpu/job-map"},
         "__slurm_node_lines": [H100, L40S], "__slurm_node_names": ["dgx01", "pcie01"],
         "__slurm_confine": True, "__slurm_gres_lines": [], "__slurm_gres_types": ["gpu"],
     })
@@ -58,6 +58,9 @@ def test_slurm_conf_describes_the_cluster_with_two_kinds_of_node():
     assert "ProctrackType=proctrack/cgroup" in lines
     assert "TaskPlugin=task/cgroup,task/affinity" in lines
     assert not any(line.startswith("DebugFlags") for line in lines)
+    # Every script of the prolog and epilog directories, the job map's among them, at a job's allocation and end.
+    assert [line for line in lines if line.startswith(("Prolog", "Epilog"))] == [
+        "Prolog=/etc/slurm/prolog.d/*", "Epilog=/etc/slurm/epilog.d/*", "PrologFlags=Alloc"]
 
 
 def test_slurm_conf_in_a_container_and_for_the_check():
@@ -240,14 +243,16 @@ def test_each_file_is_declared_once(host, dirs, node_files):
     change needs (slurmd's drop-in a daemon-reload, slurm.conf and cgroup.conf both daemons' restart, gres.conf and
     slurmd's options slurmd's)."""
     groups = {"slurm_controllers": ["ctl", "both"], "gpu_nodes": ["dgx01", "both"]}
-    entries = role_value("{{ __slurm_dirs + __slurm_dropin_files + __slurm_cluster_files + __slurm_node_files }}",
-                         host, groups)
+    entries = role_value("{{ __slurm_dirs + __slurm_dropin_files + __slurm_cluster_files + __slurm_node_files "
+                         "+ __slurm_script_files }}", host, groups)
     paths = [entry["dest"] for entry in entries]
     assert len(set(paths)) == len(paths)
     assert paths[:len(dirs)] == dirs and all(entry.get("directory") for entry in entries[:len(dirs)])
     rest = paths[len(dirs):]
     assert [path for path in rest if path in DROPIN] == node_files[:2 if node_files else 0]
-    others = ["/etc/slurm/slurm.conf", "/etc/slurm/cgroup.conf", *node_files[2:]]
+    scripts = ["/etc/slurm/prolog.d", "/etc/slurm/epilog.d", "/etc/slurm/prolog.d/50-accelops-gpu-job-map",
+               "/etc/slurm/epilog.d/50-accelops-gpu-job-map"] if node_files else []
+    others = ["/etc/slurm/slurm.conf", "/etc/slurm/cgroup.conf", *node_files[2:], *scripts]
     assert [path for path in rest if path not in DROPIN] == others
     slurm_owned = {entry["dest"] for entry in entries if entry.get("owner") == "slurm"}
     assert slurm_owned == {"/var/log/slurm", "/var/lib/slurm/slurmctld"} & set(dirs)
@@ -343,3 +348,113 @@ def test_mps_without_its_control_daemon_is_refused(runs, passes, key):
         assert result["msg"].startswith("slurm_mps is true, but dgx01 has no MPS control daemon "
                                         "(/usr/bin/nvidia-cuda-mps-control, ")
         assert result["msg"].endswith("Install it, or set slurm_mps to false for this host. Nothing was changed.")
+
+
+# --------------------------------------------------------------------------- The job map's prolog and epilog
+
+JOB_MAP_CHECK = preflight_task("slurm", "Check the job map's directory")
+
+
+@pytest.mark.parametrize("directory, ok", [
+    ("", True), ("/run/accelops-gpu/job-map", True), ("/var/run/slurm-gpu.map", True),
+    ("/run", False), ("/", False), ("run/map", False), ("/run/map/", False), ("/run/../etc", False),
+    ("/run/./map", False), ("/run/map\n", False), ("/run/my map", False), ("/run/$(id)", False),
+    ("/run/ma'p", False), ("/run/m\x00ap", False),
+])
+def test_job_map_dir_check(directory, ok):
+    templar = Templar(loader=DataLoader(), variables={"slurm_job_map_dir": directory})
+    that = JOB_MAP_CHECK["ansible.builtin.assert"]["that"]
+    assert templar.template(trust_as_template("{{ %s }}" % that)) is ok
+
+
+@pytest.fixture
+def job_map_script(tmp_path):
+    """The prolog and epilog as rendered for a job map in tmp_path/map, and a way to run it as slurmd would."""
+    import subprocess
+
+    script = tmp_path / "job-map.sh"
+    directory = tmp_path / "map"
+
+    def rendered(where):
+        cluster = {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu", "partition_default": True,
+                   "cgroups": "auto", "job_map_dir": where}
+        script.write_text(render("accelops-gpu-job-map.sh.j2", __slurm_cluster=cluster))
+        script.chmod(0o755)
+
+    def run(context, job, gpus=None, cuda=None):
+        env = {"SLURM_SCRIPT_CONTEXT": context, "SLURM_JOB_ID": job}
+        if gpus is not None:
+            env["SLURM_JOB_GPUS"] = gpus
+        if cuda is not None:
+            env["CUDA_VISIBLE_DEVICES"] = cuda
+        done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr  # never a failed job or a drained node
+        return done.stderr
+
+    def files():
+        if not directory.exists():
+            return None
+        return {path.name: path.read_text() for path in sorted(directory.iterdir())
+                if not path.name.startswith(".")}
+
+    rendered(str(directory))
+    return rendered, run, files, directory
+
+
+def test_the_prolog_writes_and_the_epilog_removes_each_jobs_gpus(job_map_script):
+    from ansible_collections.accelops.gpu.plugins.module_utils import _job_map
+
+    _rendered, run, files, directory = job_map_script
+    run("prolog_slurmd", "101", gpus="0,3")
+    run("prolog_slurmd", "102", cuda="3")  # a job of shards: CUDA_VISIBLE_DEVICES alone
+    run("prolog_slurmd", "102", cuda="3")  # twice is once
+    assert files() == {"0": "101\n", "3": "101\n102\n"}
+    # What the exporter reads from it.
+    assert _job_map.read(str(directory)).jobs == {"0": ["101"], "3": ["101", "102"]}
+    assert oct(directory.stat().st_mode & 0o777) == "0o755"
+    run("epilog_slurmd", "101", gpus="0,3")
+    assert files() == {"3": "102\n"}
+    run("epilog_slurmd", "102", cuda="3")
+    assert files() == {}
+    assert not [path.name for path in directory.iterdir() if path.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("context, job, gpus", [
+    ("prolog_task", "101", "0"), ("", "101", "0"), ("prolog_slurmd", "", "0"), ("prolog_slurmd", "1;rm", "0"),
+    ("prolog_slurmd", "101", ""), ("prolog_slurmd", "101", None),
+])
+def test_what_is_not_a_jobs_gpus_changes_nothing(job_map_script, context, job, gpus):
+    _rendered, run, files, _directory = job_map_script
+    run(context, job, gpus=gpus)
+    assert files() is None
+
+
+def test_odd_gpu_names_are_skipped_and_links_left_alone(job_map_script, tmp_path):
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (directory / "1").symlink_to(victim)
+    stderr = run("prolog_slurmd", "7", gpus="0,../x,1,-2,2x")
+    assert "is not a regular file; left alone" in stderr
+    assert victim.read_text() == "keep\n"
+    assert files() == {"0": "7\n", "1": "keep\n"}
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_empty_directory_is_no_job_map(job_map_script, tmp_path):
+    rendered, run, _files, _directory = job_map_script
+    rendered("")
+    run("prolog_slurmd", "7", gpus="0")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["job-map.sh"]
+
+
+def test_a_directory_that_cannot_be_made_is_said_not_failed(job_map_script, tmp_path):
+    rendered, run, _files, _directory = job_map_script
+    (tmp_path / "file").write_text("")
+    rendered(str(tmp_path / "file" / "map"))
+    assert "cannot use" in run("prolog_slurmd", "7", gpus="0")
+
+
+def test_the_script_quotes_its_directory():
+    assert "dir=/run/accelops-gpu/job-map\n" in render("accelops-gpu-job-map.sh.j2")
