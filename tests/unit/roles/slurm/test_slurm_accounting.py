@@ -1,5 +1,5 @@
-"""slurm's accounting (slurm_accounting): slurm.conf's accounting block, slurmdbd.conf and MariaDB's settings, rendered by
-Ansible's own templating, and the preflight checks that refuse a value those files or MariaDB's SQL cannot hold."""
+"""slurm's accounting (slurm_accounting): slurm.conf's accounting block, slurmdbd.conf and MariaDB's settings, rendered
+by Ansible's own templating, and the preflight checks that refuse a value those files or MariaDB's SQL cannot hold."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_slurmdbd_conf_is_secret_owned_by_slurm_and_the_probe_reads_every_path()
     assert templar.template(trust_as_template("{{ __slurm_packages_wanted }}")) == [
         "munge", "slurmctld", "slurm-client", "mariadb-server", "slurmdbd"]
     database = templar.template(trust_as_template("{{ __slurm_dbd_database_dir }}"))
-    assert node_file_paths(files) + [database] == [
+    assert [*node_file_paths(files), database] == [
         "/etc/slurm", "/var/log/slurm", "/etc/mysql/mariadb.conf.d",
         "/etc/mysql/mariadb.conf.d/60-accelops-gpu-slurmdbd.cnf", "/etc/slurm/slurmdbd.conf",
         "/var/lib/mysql/slurm_acct_db"]
@@ -158,16 +158,17 @@ def check(task_name, **variables):
     loader, variables = values(**variables)
     templar = Templar(loader=loader, variables=variables)
     when = task.get("when", [])
-    if not all(templar.template(trust_as_template("{{ %s }}" % c)) for c in ([when] if isinstance(when, str) else when)):
+    when = [when] if isinstance(when, str) else when
+    if not all(templar.template(trust_as_template("{{ %s }}" % condition)) for condition in when):
         return None
     that = task["ansible.builtin.assert"]["that"]
     that = [that] if isinstance(that, str) else that
     items = task.get("loop", [None])
     failed = []
-    for item in items:
-        if item is not None:
+    for entry in items:
+        if entry is not None:
             item = {key: templar.template(trust_as_template(value)) if isinstance(value, str) else value
-                    for key, value in item.items()}
+                    for key, value in entry.items()}
             templar = Templar(loader=loader, variables={**variables, "item": item})
         if not all(templar.template(trust_as_template("{{ %s }}" % t)) for t in that):
             failed.append(templar.template(trust_as_template(task["ansible.builtin.assert"]["fail_msg"])))
@@ -249,8 +250,9 @@ def test_accounting_checks_run_before_the_probe_and_the_sql_is_withheld():
 
 def test_main_starts_mariadb_and_slurmdbd_before_slurm_conf_and_registers_the_cluster_before_slurmctld():
     tasks = [task["name"] for task in yaml.safe_load((ROLE / "tasks" / "main.yml").read_text())]
-    assert tasks.index("Set up MariaDB and slurmdbd") < tasks.index("Write the configuration") \
-        < tasks.index("Register the cluster with slurmdbd") < tasks.index("Start the daemons and apply the changed configuration")
+    order = ["Set up MariaDB and slurmdbd", "Write the configuration", "Register the cluster with slurmdbd",
+             "Start the daemons and apply the changed configuration"]
+    assert [tasks.index(name) for name in order] == sorted(tasks.index(name) for name in order)
     steps = []
     for task in yaml.safe_load((ROLE / "tasks" / "accounting.yml").read_text()):
         for inner in task.get("block", []):
