@@ -275,7 +275,7 @@ JOB_ON_TWO_GPUS = (
 
 
 def job_lines(pid_file):
-    return JOB_ON_TWO_GPUS + ("gpu.0.process.0.pid_file=%s" % pid_file, "gpu.1.process.0.pid_file=%s" % pid_file)
+    return (*JOB_ON_TWO_GPUS, "gpu.0.process.0.pid_file=%s" % pid_file, "gpu.1.process.0.pid_file=%s" % pid_file)
 
 
 def test_a_pid_file_lists_the_process_only_while_it_runs(nvml, tmp_path):
@@ -304,8 +304,8 @@ def test_a_pid_file_lists_the_process_only_while_it_runs(nvml, tmp_path):
 def test_a_pid_file_the_way_slurmstepd_reads_a_jobs_use(nvml, lib, tmp_path):
     """gpu_nvml.c gpu_p_usage_read(pid) of Slurm 24.11: for every GPU NVML counts, the compute and the graphics lists
     (size query with 0 and NULL, then the read) add up usedGpuMemory of the entry whose pid is the job's, and the
-    utilisation samples (size query with NULL, then the read) add up smUtil; gres/gpumem and gres/gpuutil of the task are
-    those sums: 3 GiB and 120 here."""
+    utilisation samples (size query with NULL, then the read) add up smUtil; gres/gpumem and gres/gpuutil of the task
+    are those sums: 3 GiB and 120 here."""
     pid_file = tmp_path / "job.pid"
     nvml("dgx-h100.conf", *job_lines(pid_file))
     pid_file.write_text("%d\n" % os.getpid())
