@@ -200,9 +200,13 @@ def test_the_password_check(password, ok):
         assert password not in failed[0] or password == ""
 
 
-def test_the_password_check_is_withheld_and_only_with_accounting():
+def test_the_password_check_says_why_without_the_password_and_only_with_accounting():
     task = preflight_task("slurm", "Check the database password")
-    assert task["no_log"] is True
+    # Its message is shown (no_log would hide it); it never templates the password's value.
+    assert "no_log" not in task
+    assert "slurm_dbd_password }}" not in task["ansible.builtin.assert"]["fail_msg"]
+    assert "slurm_dbd_password | string | length" in task["ansible.builtin.assert"]["fail_msg"]
+    assert task["ansible.builtin.assert"]["quiet"] is True
     assert check("Check the database password", slurm_accounting=False, slurm_dbd_password="") is None
 
 
