@@ -267,3 +267,15 @@ def test_main_starts_mariadb_and_slurmdbd_before_slurm_conf_and_registers_the_cl
     assert add["ansible.builtin.command"]["argv"] == ["sacctmgr", "--immediate", "add", "cluster",
                                                       "{{ slurm_cluster_name }}"]
     assert re.search(r"not in __slurm_sacctmgr_clusters\.stdout_lines", add["when"])
+
+
+def test_a_cluster_added_now_drops_slurmctlds_own_cluster_id():
+    """slurmctld 24.11 refuses to start when its StateSaveLocation/clustername (made on a start without accounting)
+    differs from the id slurmdbd gives a cluster new to its database: the file goes with the cluster's addition."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "accounting_register.yml").read_text())
+    steps = [t["name"] for t in tasks[1]["block"]] + [t["name"] for t in tasks[2:]]
+    assert steps.index("Add the cluster to slurmdbd") < steps.index("Let slurmctld take the cluster id slurmdbd gives")
+    drop = tasks[2]
+    assert drop["ansible.builtin.file"] == {"path": "{{ __slurm_state_dir }}/clustername", "state": "absent"}
+    add = preflight_task("slurm", "Add the cluster to slurmdbd", "accounting_register.yml")
+    assert add["when"] in drop["when"]
