@@ -95,8 +95,8 @@ def test_slurmdbd_conf():
         "LogFile=/var/log/slurm/slurmdbd.log", "StorageType=accounting_storage/mysql", "StorageHost=localhost",
         "StorageLoc=slurm_acct_db", "StorageUser=slurm", "StoragePass=" + PASSWORD,
     ]
-    lines = settings(render("slurmdbd.conf.j2", __slurm_me={"hostname": "db1", "dbd": {"address": "10.0.0.5",
-                                                                                          "port": 16820}}))
+    db1 = {"hostname": "db1", "dbd": {"address": "10.0.0.5", "port": 16820}}
+    lines = settings(render("slurmdbd.conf.j2", __slurm_me=db1))
     assert lines[1:4] == ["DbdHost=db1", "DbdAddr=10.0.0.5", "DbdPort=16820"]
 
 
