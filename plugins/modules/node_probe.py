@@ -90,12 +90,13 @@ options:
   commands:
     description:
       - Read-only commands to run, from a fixed set (C(apt_policy) is C(apt-cache policy), C(dkms_status) is
-        C(dkms status), C(slurmd_hardware) is C(slurmd -C)), with C(LC_ALL=C). Their C(rc), C(stdout), C(stderr)
-        and C(stdout_lines) are returned under that name, as M(ansible.builtin.command) registers them. A command that
-        is not installed gets rc 127.
+        C(dkms status), C(sacctmgr_clusters) is C(sacctmgr --noheader --parsable2 list cluster format=Cluster), the
+        clusters slurmdbd knows, C(slurmd_hardware) is C(slurmd -C)), with C(LC_ALL=C). Their C(rc), C(stdout),
+        C(stderr) and C(stdout_lines) are returned under that name, as M(ansible.builtin.command) registers them. A
+        command that is not installed gets rc 127.
     type: list
     elements: str
-    choices: [apt_policy, dkms_status, slurmd_hardware]
+    choices: [apt_policy, dkms_status, sacctmgr_clusters, slurmd_hardware]
     default: []
 extends_documentation_fragment:
   - accelops.gpu.attributes
@@ -204,6 +205,7 @@ from ansible_collections.accelops.gpu.plugins.module_utils import _numbers, _pro
 ENVIRON = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 # The only commands the module runs for O(commands): each only reads.
 COMMANDS = {"apt_policy": ["apt-cache", "policy"], "dkms_status": ["dkms", "status"],
+            "sacctmgr_clusters": ["sacctmgr", "--noheader", "--parsable2", "list", "cluster", "format=Cluster"],
             "slurmd_hardware": ["slurmd", "-C"]}
 
 

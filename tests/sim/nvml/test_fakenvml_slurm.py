@@ -263,6 +263,94 @@ def test_process_utilization_the_way_slurmstepd_reads_it(nvml, lib):
     assert fn(handle(0), buf, None, 0) == pynvml.NVML_ERROR_INVALID_ARGUMENT
 
 
+# A Slurm job's processes on its GPUs (molecule's slurm verification, docs/slurm.md): the job writes its pid to a file
+# that the fixture names, and slurmstepd, whose NVML was initialised before the job started, sees the process from
+# then on at every read, until the process ends.
+JOB_ON_TWO_GPUS = (
+    "gpu.0.process.count=1", "gpu.0.process.0.used_mib=2048", "gpu.0.process.0.sm_util=80",
+    "gpu.0.process.0.mem_util=35",
+    "gpu.1.process.count=1", "gpu.1.process.0.used_mib=1024", "gpu.1.process.0.sm_util=40",
+    "gpu.1.process.0.mem_util=10",
+)
+
+
+def job_lines(pid_file):
+    return (*JOB_ON_TWO_GPUS, "gpu.0.process.0.pid_file=%s" % pid_file, "gpu.1.process.0.pid_file=%s" % pid_file)
+
+
+def test_a_pid_file_lists_the_process_only_while_it_runs(nvml, tmp_path):
+    pid_file = tmp_path / "job.pid"
+    nvml("dgx-h100.conf", *job_lines(pid_file))
+    # No file yet (the job has not started): nothing runs, no sample, the GPU is idle.
+    assert pynvml.nvmlDeviceGetComputeRunningProcesses(handle(0)) == []
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        pynvml.nvmlDeviceGetProcessUtilization(handle(0), 0)
+    # The job starts: the same initialised library lists it from the next call on, with the fixture's use.
+    pid_file.write_text("%d\n" % os.getpid())
+    for gpu, mib, sm, mem in ((0, 2048, 80, 35), (1, 1024, 40, 10)):
+        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle(gpu))
+        assert [(p.pid, p.usedGpuMemory) for p in procs] == [(os.getpid(), mib * MIB)]
+        samples = pynvml.nvmlDeviceGetProcessUtilization(handle(gpu), 0)
+        assert [(s.pid, s.smUtil, s.memUtil) for s in samples] == [(os.getpid(), sm, mem)]
+    assert pynvml.nvmlDeviceGetComputeRunningProcesses(handle(2)) == []
+    # The job ends (its pid runs no more), or the file is emptied or holds no number: listed no longer.
+    for text in ("4194304\n", "", "not-a-pid\n", "0\n"):
+        pid_file.write_text(text)
+        assert pynvml.nvmlDeviceGetComputeRunningProcesses(handle(0)) == []
+        with pytest.raises(pynvml.NVMLError_NotFound):
+            pynvml.nvmlDeviceGetProcessUtilization(handle(0), 0)
+
+
+def test_a_pid_file_the_way_slurmstepd_reads_a_jobs_use(nvml, lib, tmp_path):
+    """gpu_nvml.c gpu_p_usage_read(pid) of Slurm 24.11: for every GPU NVML counts, the compute and the graphics lists
+    (size query with 0 and NULL, then the read) add up usedGpuMemory of the entry whose pid is the job's, and the
+    utilisation samples (size query with NULL, then the read) add up smUtil; gres/gpumem and gres/gpuutil of the task
+    are those sums: 3 GiB and 120 here."""
+    pid_file = tmp_path / "job.pid"
+    nvml("dgx-h100.conf", *job_lines(pid_file))
+    pid_file.write_text("%d\n" % os.getpid())
+    procs = lib.nvmlDeviceGetComputeRunningProcesses_v3
+    graphics = lib.nvmlDeviceGetGraphicsRunningProcesses_v3
+    util = lib.nvmlDeviceGetProcessUtilization
+    for fn in (procs, graphics):
+        fn.argtypes = [pynvml.c_nvmlDevice_t, ctypes.c_void_p, ctypes.c_void_p]
+    util.argtypes = [pynvml.c_nvmlDevice_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ulonglong]
+    count = ctypes.c_uint(0)
+    assert lib.nvmlDeviceGetCount_v2(ctypes.byref(count)) == pynvml.NVML_SUCCESS
+    gpumem = gpuutil = 0
+    for gpu in range(count.value):
+        device = handle(gpu)
+        for fn in (procs, graphics):
+            n = ctypes.c_uint(0)
+            rc = fn(device, ctypes.byref(n), None)
+            assert rc in (pynvml.NVML_SUCCESS, pynvml.NVML_ERROR_INSUFFICIENT_SIZE)
+            if n.value:
+                infos = (pynvml.c_nvmlProcessInfo_v3_t * n.value)()
+                assert fn(device, ctypes.byref(n), infos) == pynvml.NVML_SUCCESS
+                gpumem += sum(info.usedGpuMemory for info in infos[:n.value] if info.pid == os.getpid())
+        n = ctypes.c_uint(0)
+        rc = util(device, None, ctypes.byref(n), 0)
+        if rc == pynvml.NVML_SUCCESS or not n.value:
+            continue
+        assert rc == pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+        samples = (pynvml.c_nvmlProcessUtilizationSample_t * n.value)()
+        rc = util(device, samples, ctypes.byref(n), 0)
+        if rc == pynvml.NVML_ERROR_NOT_FOUND:
+            continue
+        assert rc == pynvml.NVML_SUCCESS
+        gpuutil += sum(sample.smUtil for sample in samples[:n.value] if sample.pid == os.getpid())
+    assert (gpumem, gpuutil) == (3072 * MIB, 120)
+
+
+def test_a_pid_file_names_the_process_while_it_runs(nvml, tmp_path):
+    pid_file = tmp_path / "job.pid"
+    nvml("dgx-h100.conf", *job_lines(pid_file), "gpu.0.process.0.name=python3")
+    with pytest.raises(pynvml.NVMLError_NotFound):
+        pynvml.nvmlSystemGetProcessName(os.getpid())
+    pid_file.write_text(str(os.getpid()))
+    assert pynvml.nvmlSystemGetProcessName(os.getpid()) in ("python3", b"python3")
+
+
 def test_graphics_processes_have_samples_once_per_pid(nvml):
     nvml("busy.conf", *DISPLAY, "gpu.0.graphics_process.0.sm_util=4", "gpu.0.graphics_process.1.pid=21347",
          "gpu.0.graphics_process.1.sm_util=50", "gpu.0.process.0.sm_util=90")

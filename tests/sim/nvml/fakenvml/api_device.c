@@ -929,7 +929,41 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned i
 /* Processes and topology                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Process p of a list (COMPUTE_PROCESS, GRAPHICS_PROCESS). */
+/*
+ * The pid of process p of a list: its pid key, or the number on the first
+ * line of its pid_file, read at every call.  NOT_FOUND while that file is
+ * missing or empty or names a process that does not run (no /proc/<pid>): a
+ * job that has not started yet or has ended, which the list leaves out.
+ */
+nvmlReturn_t process_pid(unsigned int gpu, const char *kind, unsigned int p, unsigned int *pid)
+{
+    const char *pid_file = sub_str(gpu, kind, p, "pid_file");
+    char line[32], proc[48];
+    unsigned long long value;
+    struct stat st;
+    FILE *f;
+
+    if (!pid_file)
+        return value_uint(sub_str(gpu, kind, p, "pid"), pid) == NVML_SUCCESS ? NVML_SUCCESS
+                                                                         : NVML_ERROR_UNKNOWN;
+    f = fopen(pid_file, "r");
+    if (!f)
+        return NVML_ERROR_NOT_FOUND;
+    if (!fgets(line, sizeof(line), f)) {
+        fclose(f);
+        return NVML_ERROR_NOT_FOUND;
+    }
+    fclose(f);
+    if (!parse_ull(trim(line), &value) || value == 0 || value > INT_MAX)
+        return NVML_ERROR_NOT_FOUND;
+    snprintf(proc, sizeof(proc), "/proc/%llu", value);
+    if (stat(proc, &st) != 0)
+        return NVML_ERROR_NOT_FOUND;
+    *pid = (unsigned int)value;
+    return NVML_SUCCESS;
+}
+
+/* Process p of a list (COMPUTE_PROCESS, GRAPHICS_PROCESS); NOT_FOUND: not running (pid_file). */
 nvmlReturn_t read_process(unsigned int gpu, const char *kind, unsigned int p,
                           nvmlProcessInfo_t *info)
 {
@@ -939,8 +973,7 @@ nvmlReturn_t read_process(unsigned int gpu, const char *kind, unsigned int p,
     unsigned long long mib = 0;
 
     memset(info, 0, sizeof(*info));
-    if (value_uint(sub_str(gpu, kind, p, "pid"), &info->pid) != NVML_SUCCESS)
-        return NVML_ERROR_UNKNOWN;
+    RETURN_IF_ERROR(process_pid(gpu, kind, p, &info->pid));
     if (used && !parse_ull(used, &mib))
         return NVML_ERROR_UNKNOWN;
     info->usedGpuMemory = used ? mib * MIB : NVML_VALUE_NOT_AVAILABLE_ULL;
@@ -983,7 +1016,10 @@ static nvmlReturn_t running_processes(const struct fake_device *dev, const char 
         return NVML_ERROR_INVALID_ARGUMENT;
     RETURN_IF_ERROR(process_count(dev->gpu, kind, strcmp(kind, COMPUTE_PROCESS) != 0, &total));
     for (p = 0; p < total && n < MAX_PROCESSES; p++) {
-        RETURN_IF_ERROR(read_process(dev->gpu, kind, p, &found[n]));
+        nvmlReturn_t rc = read_process(dev->gpu, kind, p, &found[n]);
+        if (rc == NVML_ERROR_NOT_FOUND)
+            continue;
+        RETURN_IF_ERROR(rc);
         if (!dev->is_mig ||
             (found[n].gpuInstanceId == dev->gi && found[n].computeInstanceId == dev->ci))
             n++;
@@ -1055,6 +1091,7 @@ static nvmlReturn_t utilization_samples(unsigned int gpu, unsigned long long aft
     unsigned int k, p, i, total, pid, pids[2 * MAX_PROCESSES], n_pids = 0;
     unsigned long long stamp, now;
     struct timespec ts;
+    nvmlReturn_t rc;
     const char *v;
     int seen;
 
@@ -1066,8 +1103,10 @@ static nvmlReturn_t utilization_samples(unsigned int gpu, unsigned long long aft
         for (p = 0; p < total && p < MAX_PROCESSES; p++) {
             if (!sub_str(gpu, kinds[k], p, "sm_util") && !sub_str(gpu, kinds[k], p, "mem_util"))
                 continue;
-            if (value_uint(sub_str(gpu, kinds[k], p, "pid"), &pid) != NVML_SUCCESS)
-                return NVML_ERROR_UNKNOWN;
+            rc = process_pid(gpu, kinds[k], p, &pid);
+            if (rc == NVML_ERROR_NOT_FOUND)
+                continue;
+            RETURN_IF_ERROR(rc);
             for (i = 0, seen = 0; i < n_pids; i++)
                 seen |= pids[i] == pid;
             if (seen)

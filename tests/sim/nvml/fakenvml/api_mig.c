@@ -19,7 +19,10 @@ static nvmlReturn_t instance_busy(unsigned int gpu, unsigned int gi, unsigned in
     if (gpu_uint(gpu, "process.count", &total) != NVML_SUCCESS)
         return NVML_SUCCESS;
     for (p = 0; p < total; p++) {
-        RETURN_IF_ERROR(read_process(gpu, COMPUTE_PROCESS, p, &info));
+        nvmlReturn_t rc = read_process(gpu, COMPUTE_PROCESS, p, &info);
+        if (rc == NVML_ERROR_NOT_FOUND)
+            continue;
+        RETURN_IF_ERROR(rc);
         if (info.gpuInstanceId == gi && (ci == ANY_CI || info.computeInstanceId == ci))
             *busy = 1;
     }

@@ -187,8 +187,7 @@ nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int
             if (gpu_uint(g, key, &count) != NVML_SUCCESS)
                 continue;
             for (p = 0; p < count; p++) {
-                if (value_uint(sub_str(g, kinds[k], p, "pid"), &proc_pid) != NVML_SUCCESS ||
-                    proc_pid != pid)
+                if (process_pid(g, kinds[k], p, &proc_pid) != NVML_SUCCESS || proc_pid != pid)
                     continue;
                 proc_name = sub_str(g, kinds[k], p, "name");
                 if (!proc_name)

@@ -540,6 +540,7 @@ const char *nvmlErrorString(nvmlReturn_t result);
 nvmlReturn_t supported_clocks(unsigned int gpu, const char *key, int ranges,
                               unsigned int *out, unsigned int *n);
 int clock_listed(unsigned int clock, const unsigned int *list, unsigned int n);
+nvmlReturn_t process_pid(unsigned int gpu, const char *kind, unsigned int p, unsigned int *pid);
 nvmlReturn_t read_process(unsigned int gpu, const char *kind, unsigned int p,
                           nvmlProcessInfo_t *info);
 

@@ -41,6 +41,19 @@ def test_reads_everything_in_one_call(module_result, tmp_path):
     assert rc == 0 and result["holds"] is None and "ansible_facts" not in result
 
 
+def test_sacctmgr_clusters_lists_the_clusters_slurmdbd_knows(module_result, tmp_path, monkeypatch):
+    # A stand-in sacctmgr on PATH that prints its arguments and the clusters, as sacctmgr -n -P prints them.
+    program = tmp_path / "sacctmgr"
+    program.write_text('#!/bin/sh\necho "args=$*" >&2\nprintf "gpucluster\\nother\\n"\n')
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
+    rc, result = module_result(node_probe, {"commands": ["sacctmgr_clusters"]})
+    assert rc == 0, result
+    clusters = result["commands"]["sacctmgr_clusters"]
+    assert clusters["rc"] == 0 and clusters["stdout_lines"] == ["gpucluster", "other"]
+    assert clusters["stderr"].strip() == "args=--noheader --parsable2 list cluster format=Cluster"
+
+
 @pytest.mark.parametrize("args, field", [
     ({"candidates": ["--admindir=/tmp"]}, "candidates"),
     ({"candidates": ["two words"]}, "candidates"),
