@@ -458,3 +458,11 @@ def test_a_directory_that_cannot_be_made_is_said_not_failed(job_map_script, tmp_
 
 def test_the_script_quotes_its_directory():
     assert "dir=/run/accelops-gpu/job-map\n" in render("accelops-gpu-job-map.sh.j2")
+
+
+def test_a_glob_among_the_gpus_is_no_file_name(job_map_script, tmp_path, monkeypatch):
+    _rendered, run, files, _directory = job_map_script
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "5").write_text("")
+    run("prolog_slurmd", "9", gpus="*,[0-9],1")
+    assert files() == {"1": "9\n"}
