@@ -4,6 +4,7 @@ by Ansible's own templating."""
 from __future__ import annotations
 
 import base64
+import os
 import re
 
 import pytest
@@ -466,3 +467,17 @@ def test_a_glob_among_the_gpus_is_no_file_name(job_map_script, tmp_path, monkeyp
     (tmp_path / "5").write_text("")
     run("prolog_slurmd", "9", gpus="*,[0-9],1")
     assert files() == {"1": "9\n"}
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo"])
+def test_a_planted_lock_file_neither_creates_a_file_nor_blocks(job_map_script, tmp_path, plant):
+    """The writers lock the directory itself: no name in it is opened for the lock."""
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    if plant == "link":
+        (directory / ".lock").symlink_to(tmp_path / "created")
+    else:
+        os.mkfifo(directory / ".lock")
+    run("prolog_slurmd", "9", gpus="0")
+    assert files() == {"0": "9\n"}
+    assert not (tmp_path / "created").exists()
