@@ -80,7 +80,8 @@ def read(directory):
         return found
     try:
         try:
-            names = sorted(os.listdir(directory_fd))
+            # Not the writers' temporary files (dot names, which sort first): they never use up MAX_ENTRIES.
+            names = sorted(name for name in os.listdir(directory_fd) if not name.startswith("."))
         except OSError:
             found.problems += 1
             return found
@@ -88,8 +89,6 @@ def read(directory):
             if count >= MAX_ENTRIES:
                 found.problems += len(names) - count
                 break
-            if name.startswith("."):  # the writers' lock and temporary files
-                continue
             text = _read_file(directory_fd, name) if GPU_NAME.match(name) else None
             if text is None:
                 found.problems += 1

@@ -66,3 +66,19 @@ def test_a_directory_that_cannot_be_read_is_a_problem_not_a_crash(tmp_path):
 def test_slurm_array_and_other_schedulers_ids(tmp_path):
     (tmp_path / "1").write_text("4711_3\n9.batch\njob-7\n[1]\n")
     assert _job_map.read(str(tmp_path)).of(1) == ["4711_3", "9.batch", "job-7"]
+
+
+def test_the_writers_temporary_files_do_not_count_against_the_limit(tmp_path):
+    """Dot names (the prolog's temporary files, left by a prolog that was killed) sort first: they must not use up
+    the entries read and hide the GPUs' files."""
+    for job in range(_job_map.MAX_ENTRIES + 10):
+        (tmp_path / (".0.%d.tmp" % job)).write_text("")
+    (tmp_path / "0").write_text("9\n")
+    found = _job_map.read(str(tmp_path))
+    assert found.jobs == {"0": ["9"]} and found.problems == 0
+
+
+def test_at_most_so_many_entries_are_read(tmp_path):
+    for name in range(_job_map.MAX_ENTRIES + 5):
+        (tmp_path / ("x%05d" % name)).write_text("")
+    assert _job_map.read(str(tmp_path)).problems == _job_map.MAX_ENTRIES + 5
