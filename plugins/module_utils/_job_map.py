@@ -45,11 +45,12 @@ class JobMap:
 
 def _read_file(directory_fd, name):
     """The text of one regular file under the directory (opened by name from the directory's descriptor, without
-    following a link or blocking on a FIFO), at most MAX_FILE_BYTES; None where it is none of that."""
+    following a link or blocking on a FIFO), at most MAX_FILE_BYTES; None where it is none of that, "" where it is
+    gone (the epilog removed it since the listing: a job that ended)."""
     try:
         descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory_fd)
-    except OSError:
-        return None
+    except OSError as exc:
+        return "" if exc.errno == errno.ENOENT else None
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             return None

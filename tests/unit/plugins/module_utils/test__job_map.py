@@ -82,3 +82,12 @@ def test_at_most_so_many_entries_are_read(tmp_path):
     for name in range(_job_map.MAX_ENTRIES + 5):
         (tmp_path / ("x%05d" % name)).write_text("")
     assert _job_map.read(str(tmp_path)).problems == _job_map.MAX_ENTRIES + 5
+
+
+def test_a_file_that_vanishes_during_the_read_is_a_job_that_ended(tmp_path, monkeypatch):
+    """The epilog removes a GPU's file between the listing and the read: no job there, and no problem."""
+    (tmp_path / "0").write_text("9\n")
+    listdir = os.listdir
+    monkeypatch.setattr(_job_map.os, "listdir", lambda where: [*listdir(where), "1"])
+    found = _job_map.read(str(tmp_path))
+    assert found.jobs == {"0": ["9"]} and found.problems == 0
