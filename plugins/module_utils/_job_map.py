@@ -48,7 +48,12 @@ def _read_file(directory_fd, name):
     following a link or blocking on a FIFO), at most MAX_FILE_BYTES; None where it is none of that, "" where it is
     gone (the epilog removed it since the listing: a job that ended)."""
     try:
-        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory_fd)
+        # A device is never opened (a tty would become the exporter's controlling terminal); the descriptor is
+        # checked again below, in case the name was replaced in between.
+        if not stat.S_ISREG(os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode):
+            return None
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                             dir_fd=directory_fd)
     except OSError as exc:
         return "" if exc.errno == errno.ENOENT else None
     try:

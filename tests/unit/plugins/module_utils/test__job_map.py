@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 
 import pytest
 
@@ -91,3 +92,22 @@ def test_a_file_that_vanishes_during_the_read_is_a_job_that_ended(tmp_path, monk
     monkeypatch.setattr(_job_map.os, "listdir", lambda where: [*listdir(where), "1"])
     found = _job_map.read(str(tmp_path))
     assert found.jobs == {"0": ["9"]} and found.problems == 0
+
+
+def test_a_device_or_fifo_is_never_opened(tmp_path, monkeypatch):
+    """Opening a device has effects of its own (a tty becomes the exporter's controlling terminal, a tape rewinds):
+    what is not a regular file is left out without an open."""
+    os.mknod(tmp_path / "0", 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    os.mkfifo(tmp_path / "1")
+    (tmp_path / "2").write_text("9\n")
+    opened = []
+    real_open = os.open
+
+    def recording_open(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_job_map.os, "open", recording_open)
+    found = _job_map.read(str(tmp_path))
+    assert found.jobs == {"2": ["9"]} and found.problems == 2
+    assert "0" not in opened and "1" not in opened
