@@ -530,7 +530,7 @@ def test_a_line_the_script_did_not_write_is_kept(job_map_script):
 def test_twenty_prologs_and_epilogs_at_once_lose_no_line(job_map_script):
     import subprocess
 
-    _rendered, run, files, directory = job_map_script
+    _rendered, run, _files, directory = job_map_script
     run("prolog_slurmd", "1", gpus="0,1")
     script = str(directory.parent / "job-map.sh")
 
