@@ -274,3 +274,18 @@ def test_the_roles_own_slurm_conf_and_none_have_no_foreign_script():
 def test_foreign_scripts_refuses_what_it_cannot_read(conf, wanted, message):
     with pytest.raises(AnsibleFilterError, match=message):
         slurm_foreign_scripts(conf, wanted)
+
+
+@pytest.mark.parametrize("read, message", [
+    ({"exists": True, "type": "link", "target": "/shared/slurm.conf"}, "a link to /shared/slurm.conf"),
+    ({"exists": True, "type": "file", "content": None}, "larger than"),
+    ({"exists": True, "type": "file", "checksum": None, "error": "a FIFO"}, "a FIFO"),
+    ({"exists": None, "error": "Permission denied"}, "Permission denied"),
+    ({"exists": True, "type": "directory"}, "a directory"),
+])
+def test_a_slurm_conf_that_could_not_be_read_is_refused_not_passed(read, message):
+    """A slurm.conf whose text the probe did not bring (a link, too large, unreadable) may hold any Prolog: refused
+    with what was found, never read as none."""
+    with pytest.raises(AnsibleFilterError, match="could not be read.*" + message):
+        slurm_foreign_scripts(read, WANTED)
+
