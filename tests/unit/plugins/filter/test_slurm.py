@@ -289,3 +289,18 @@ def test_a_slurm_conf_that_could_not_be_read_is_refused_not_passed(read, message
     with pytest.raises(AnsibleFilterError, match="could not be read.*" + message):
         slurm_foreign_scripts(read, WANTED)
 
+
+@pytest.mark.parametrize("conf, found", [
+    # Several settings on one line, as Slurm reads them.
+    ("SlurmctldHost=ctl Prolog=/site/prolog Epilog=/etc/slurm/epilog.d/*\n", ["Prolog=/site/prolog"]),
+    ("  PROLOG = /site/prolog\n", ["Prolog=/site/prolog"]),
+    # A line continued with a backslash; an escaped # is no comment.
+    ("ClusterName=gpu \\\n  Prolog=/site/prolog\n", ["Prolog=/site/prolog"]),
+    ("Epilog=/site/ep\\#1 # a comment\n", ["Epilog=/site/ep#1"]),
+    # A quoted value is the value inside the quotes.
+    ('Prolog="/etc/slurm/prolog.d/*"\nEpilog="/site/my epilog"\n', ["Epilog=/site/my epilog"]),
+    ("Prolog=/etc/slurm/prolog.d/* # Prolog=/commented\n", []),
+])
+def test_script_settings_are_read_as_slurm_reads_them(conf, found):
+    assert slurm_foreign_scripts(conf, WANTED) == found
+
