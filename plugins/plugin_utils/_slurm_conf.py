@@ -586,6 +586,8 @@ SCRIPT_KEYS = ("Prolog", "Epilog", "PrologFlags")
 # One KEY=VALUE of a slurm.conf line as Slurm's parser (src/common/parse_config.c) finds them, several to a line: a key
 # of letters, digits, _ and ., an optional operator, spaces around =, a value in double quotes or up to a space.
 _CONF_PAIR = re.compile(r'\s*([A-Za-z0-9_.]+)\s*[-*+/]?=\s*(?:"([^"]*)"|(\S+))(?=\s|\Z)')
+# Slurm's Include directive: another file read in its place, which may hold any setting.
+_CONF_INCLUDE = re.compile(r"\s*include\s+(\S+)", re.IGNORECASE)
 
 
 def _conf_lines(text):
@@ -612,13 +614,18 @@ def _conf_lines(text):
 
 def foreign_scripts(text, wanted):
     """The script settings (SCRIPT_KEYS; keys in any case, as Slurm reads them) that text (a slurm.conf) gives with a
-    value other than wanted's ({key: value}), as KEY=VALUE texts in the file's order. The text is read as Slurm reads
-    it: several settings to a line, comments, continued lines, escapes and quoted values."""
+    value other than wanted's ({key: value}), as KEY=VALUE texts in the file's order, and each Include (as "Include
+    PATH": the role's slurm.conf has none, and the file it names may hold any of them). The text is read as Slurm
+    reads it: several settings to a line, comments, continued lines, escapes and quoted values."""
     if not isinstance(text, str):
         raise SlurmError("the slurm.conf to read must be text, got %s" % type(text).__name__)
     keys = {key.lower(): key for key in SCRIPT_KEYS}
     found = []
     for line in _conf_lines(text):
+        include = _CONF_INCLUDE.match(line)
+        if include is not None:
+            found.append("Include %s" % include.group(1)[:200])
+            continue
         at = 0
         while True:
             pair = _CONF_PAIR.match(line, at)

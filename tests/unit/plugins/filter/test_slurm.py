@@ -304,3 +304,7 @@ def test_a_slurm_conf_that_could_not_be_read_is_refused_not_passed(read, message
 def test_script_settings_are_read_as_slurm_reads_them(conf, found):
     assert slurm_foreign_scripts(conf, WANTED) == found
 
+
+def test_an_include_may_hold_a_prolog_and_is_named():
+    conf = "ClusterName=gpu\ninclude /etc/slurm/site.conf\nPrologFlags=Alloc\n"
+    assert slurm_foreign_scripts(conf, WANTED) == ["Include /etc/slurm/site.conf"]
