@@ -547,3 +547,13 @@ def test_twenty_prologs_and_epilogs_at_once_lose_no_line(job_map_script):
         jobs = (directory / name).read_text().split("\n")[:-1]
         assert len(jobs) == len(set(jobs))
         assert {"1", *map(str, range(110, 120))} <= set(jobs) <= {"1", *map(str, range(100, 120))}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the directory away")
+def test_a_directory_that_another_user_owns_is_not_used(job_map_script):
+    """Its owner could plant links and lines there (a directory under /tmp made first by someone else)."""
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    os.chown(directory, 65534, 65534)
+    assert "cannot use" in run("prolog_slurmd", "9", gpus="0")
+    assert files() == {}
