@@ -361,6 +361,9 @@ JOB_MAP_CHECK = preflight_task("slurm", "Check the job map's directory")
     ("/run", False), ("/", False), ("run/map", False), ("/run/map/", False), ("/run/../etc", False),
     ("/run/./map", False), ("/run/map\n", False), ("/run/my map", False), ("/run/$(id)", False),
     ("/run/ma'p", False), ("/run/m\x00ap", False),
+    # System directories, where files named 0, 1, ... holding job ids break what reads them (sudo, cron, ldconfig).
+    ("/etc/sudoers.d", False), ("/etc/cron.d", False), ("/usr/local/map", False), ("/lib64/map", False),
+    ("/root/map", False), ("/proc/map", False), ("/var/lib/accelops-gpu/job-map", True), ("/etc2/map", True),
 ])
 def test_job_map_dir_check(directory, ok):
     templar = Templar(loader=DataLoader(), variables={"slurm_job_map_dir": directory})
