@@ -100,7 +100,8 @@ def read(directory):
                 found.problems += 1
                 continue
             jobs = found.jobs.setdefault(name, [])
-            for job in (line.strip() for line in text.splitlines()):
+            # Lines end at a newline alone (splitlines would make two ids of a line with a CR or \x1c inside).
+            for job in (line.strip() for line in text.split("\n")):
                 if not job:
                     continue
                 if not JOB_ID.match(job) or len(jobs) >= MAX_JOBS_PER_GPU:

@@ -111,3 +111,11 @@ def test_a_device_or_fifo_is_never_opened(tmp_path, monkeypatch):
     found = _job_map.read(str(tmp_path))
     assert found.jobs == {"2": ["9"]} and found.problems == 2
     assert "0" not in opened and "1" not in opened
+
+
+def test_lines_end_at_a_newline_alone(tmp_path):
+    """As dcgm-exporter reads the files: a CR or another separator inside a line does not make two job ids of it
+    (a CR before the newline is the line's end, as a file written on Windows has it)."""
+    (tmp_path / "0").write_bytes(b"3\r4\n5\x1c6\n7\r\n8\x0b\n")
+    found = _job_map.read(str(tmp_path))
+    assert found.of(0) == ["7", "8"] and found.problems == 2
