@@ -106,9 +106,20 @@ def slurm_foreign_scripts(conf, wanted):
 
     if not isinstance(wanted, dict) or not all(isinstance(value, str) for value in wanted.values()):
         raise SlurmError("wanted must be a dict of the settings the role writes, each a text")
-    if isinstance(conf, dict) and not conf.get("exists", True):
+    if isinstance(conf, dict) and conf.get("exists", True) is False:
         return []
-    if isinstance(conf, dict) and "content" in conf:
+    if isinstance(conf, dict) and not isinstance(conf.get("content"), str):
+        # A read without text (a link, a directory, a file past node_probe's limit or that it could not read) may
+        # hold any script: never read as none.
+        if conf.get("type") == "link":
+            why = conf.get("error") or "a link to %s" % conf.get("target")
+        elif conf.get("type") not in (None, "file"):
+            why = "a %s" % conf["type"]
+        else:
+            why = conf.get("error") or "larger than node_probe reads, or not read"
+        raise SlurmError("slurm.conf could not be read (%s): its Prolog, Epilog and PrologFlags are unknown. Nothing "
+                         "was changed." % why)
+    if isinstance(conf, dict):
         try:
             conf = base64.b64decode(conf["content"] or "", validate=True).decode("utf-8", errors="replace")
         except (binascii.Error, TypeError) as error:

@@ -45,11 +45,17 @@ class JobMap:
 
 def _read_file(directory_fd, name):
     """The text of one regular file under the directory (opened by name from the directory's descriptor, without
-    following a link or blocking on a FIFO), at most MAX_FILE_BYTES; None where it is none of that."""
+    following a link or blocking on a FIFO), at most MAX_FILE_BYTES; None where it is none of that, "" where it is
+    gone (the epilog removed it since the listing: a job that ended)."""
     try:
-        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory_fd)
-    except OSError:
-        return None
+        # A device is never opened (a tty would become the exporter's controlling terminal); the descriptor is
+        # checked again below, in case the name was replaced in between.
+        if not stat.S_ISREG(os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode):
+            return None
+        descriptor = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                             dir_fd=directory_fd)
+    except OSError as exc:
+        return "" if exc.errno == errno.ENOENT else None
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             return None
@@ -80,7 +86,8 @@ def read(directory):
         return found
     try:
         try:
-            names = sorted(os.listdir(directory_fd))
+            # Not the writers' temporary files (dot names, which sort first): they never use up MAX_ENTRIES.
+            names = sorted(name for name in os.listdir(directory_fd) if not name.startswith("."))
         except OSError:
             found.problems += 1
             return found
@@ -88,14 +95,13 @@ def read(directory):
             if count >= MAX_ENTRIES:
                 found.problems += len(names) - count
                 break
-            if name.startswith("."):  # the writers' lock and temporary files
-                continue
             text = _read_file(directory_fd, name) if GPU_NAME.match(name) else None
             if text is None:
                 found.problems += 1
                 continue
             jobs = found.jobs.setdefault(name, [])
-            for job in (line.strip() for line in text.splitlines()):
+            # Lines end at a newline alone (splitlines would make two ids of a line with a CR or \x1c inside).
+            for job in (line.strip() for line in text.split("\n")):
                 if not job:
                     continue
                 if not JOB_ID.match(job) or len(jobs) >= MAX_JOBS_PER_GPU:

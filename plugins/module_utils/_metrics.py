@@ -284,9 +284,13 @@ def collect(facts, hostname, xid=None, out=None, jobs=None):
         out.declare("accelops_gpu_xid_errors_total", "counter",
                     "XID errors of the GPU by code, since the exporter started.")
     if jobs is not None:
+        # A file for a GPU that NVML does not list (the map numbers the GPUs otherwise, or names one that is gone)
+        # puts its jobs on no series: a problem too, where NVML answered with its list.
+        listed = {str(gpu.get("index")) for gpu in _dicts(facts.get("gpus"))}
         out.add("accelops_gpu_job_map_problems", "gauge",
-                "Entries of the job map left out in this reading (not a GPU index, a link, not a regular file, too "
-                "large, a line that is not a job id).", node, jobs.problems)
+                "Entries of the job map left out in this reading (not a GPU index that NVML lists, a link, not a "
+                "regular file, too large, a line that is not a job id).", node,
+                jobs.problems + (len(set(jobs.jobs) - listed) if answered else 0))
     if not answered:
         return out
     out.add("accelops_gpu_count", "gauge", "GPUs that NVML lists.", node, facts.get("gpu_count"))

@@ -583,16 +583,57 @@ def _sharing_messages(expected, lines):
 SCRIPT_KEYS = ("Prolog", "Epilog", "PrologFlags")
 
 
+# One KEY=VALUE of a slurm.conf line as Slurm's parser (src/common/parse_config.c) finds them, several to a line: a key
+# of letters, digits, _ and ., an optional operator, spaces around =, a value in double quotes or up to a space.
+_CONF_PAIR = re.compile(r'\s*([A-Za-z0-9_.]+)\s*[-*+/]?=\s*(?:"([^"]*)"|(\S+))(?=\s|\Z)')
+# Slurm's Include directive: another file read in its place, which may hold any setting.
+_CONF_INCLUDE = re.compile(r"\s*include\s+(\S+)", re.IGNORECASE)
+
+
+def _conf_lines(text):
+    """text's logical lines as Slurm reads a slurm.conf: each line cut at a # that no odd run of backslashes escapes,
+    a line that then ends in an odd run of backslashes (spaces after them allowed) joined with the next, and each
+    backslash taken out (escaping the character after it)."""
+    held = ""
+    for raw in text.splitlines():
+        line, escapes = raw, 0
+        for at, char in enumerate(raw):
+            if char == "#" and escapes % 2 == 0:
+                line = raw[:at]
+                break
+            escapes = escapes + 1 if char == "\\" else 0
+        trimmed = line.rstrip()
+        if (len(trimmed) - len(trimmed.rstrip("\\"))) % 2:
+            held += trimmed[:-1]
+            continue
+        yield re.sub(r"\\(.?)", r"\1", held + line, flags=re.S)
+        held = ""
+    if held:
+        yield re.sub(r"\\(.?)", r"\1", held, flags=re.S)
+
+
 def foreign_scripts(text, wanted):
     """The script settings (SCRIPT_KEYS; keys in any case, as Slurm reads them) that text (a slurm.conf) gives with a
-    value other than wanted's ({key: value}), as KEY=VALUE texts in the file's order."""
+    value other than wanted's ({key: value}), as KEY=VALUE texts in the file's order, and each Include (as "Include
+    PATH": the role's slurm.conf has none, and the file it names may hold any of them). The text is read as Slurm
+    reads it: several settings to a line, comments, continued lines, escapes and quoted values."""
     if not isinstance(text, str):
         raise SlurmError("the slurm.conf to read must be text, got %s" % type(text).__name__)
     keys = {key.lower(): key for key in SCRIPT_KEYS}
     found = []
-    for line in text.splitlines():
-        key, equals, value = line.split("#", 1)[0].strip().partition("=")
-        key = keys.get(key.strip().lower())
-        if equals and key is not None and value.strip() != wanted.get(key):
-            found.append("%s=%s" % (key, value.strip()[:200]))
+    for line in _conf_lines(text):
+        include = _CONF_INCLUDE.match(line)
+        if include is not None:
+            found.append("Include %s" % include.group(1)[:200])
+            continue
+        at = 0
+        while True:
+            pair = _CONF_PAIR.match(line, at)
+            if pair is None:
+                break
+            at = pair.end()
+            key = keys.get(pair.group(1).lower())
+            value = pair.group(2) if pair.group(2) is not None else pair.group(3)
+            if key is not None and value != wanted.get(key):
+                found.append("%s=%s" % (key, value[:200]))
     return found

@@ -274,3 +274,37 @@ def test_the_roles_own_slurm_conf_and_none_have_no_foreign_script():
 def test_foreign_scripts_refuses_what_it_cannot_read(conf, wanted, message):
     with pytest.raises(AnsibleFilterError, match=message):
         slurm_foreign_scripts(conf, wanted)
+
+
+@pytest.mark.parametrize("read, message", [
+    ({"exists": True, "type": "link", "target": "/shared/slurm.conf"}, "a link to /shared/slurm.conf"),
+    ({"exists": True, "type": "file", "content": None}, "larger than"),
+    ({"exists": True, "type": "file", "checksum": None, "error": "a FIFO"}, "a FIFO"),
+    ({"exists": None, "error": "Permission denied"}, "Permission denied"),
+    ({"exists": True, "type": "directory"}, "a directory"),
+])
+def test_a_slurm_conf_that_could_not_be_read_is_refused_not_passed(read, message):
+    """A slurm.conf whose text the probe did not bring (a link, too large, unreadable) may hold any Prolog: refused
+    with what was found, never read as none."""
+    with pytest.raises(AnsibleFilterError, match="could not be read.*" + message):
+        slurm_foreign_scripts(read, WANTED)
+
+
+@pytest.mark.parametrize("conf, found", [
+    # Several settings on one line, as Slurm reads them.
+    ("SlurmctldHost=ctl Prolog=/site/prolog Epilog=/etc/slurm/epilog.d/*\n", ["Prolog=/site/prolog"]),
+    ("  PROLOG = /site/prolog\n", ["Prolog=/site/prolog"]),
+    # A line continued with a backslash; an escaped # is no comment.
+    ("ClusterName=gpu \\\n  Prolog=/site/prolog\n", ["Prolog=/site/prolog"]),
+    ("Epilog=/site/ep\\#1 # a comment\n", ["Epilog=/site/ep#1"]),
+    # A quoted value is the value inside the quotes.
+    ('Prolog="/etc/slurm/prolog.d/*"\nEpilog="/site/my epilog"\n', ["Epilog=/site/my epilog"]),
+    ("Prolog=/etc/slurm/prolog.d/* # Prolog=/commented\n", []),
+])
+def test_script_settings_are_read_as_slurm_reads_them(conf, found):
+    assert slurm_foreign_scripts(conf, WANTED) == found
+
+
+def test_an_include_may_hold_a_prolog_and_is_named():
+    conf = "ClusterName=gpu\ninclude /etc/slurm/site.conf\nPrologFlags=Alloc\n"
+    assert slurm_foreign_scripts(conf, WANTED) == ["Include /etc/slurm/site.conf"]

@@ -758,3 +758,38 @@ def test_a_client_that_reads_slowly_gets_the_whole_answer(nvml_fixture):
     length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.startswith(b"Content-Length:"))
     assert length > 80000 and len(body) == length
     assert value(parse(body.decode()), "accelops_gpu_count") == 8
+
+
+def test_a_hostile_job_map_neither_breaks_nor_blocks_a_reading(nvml_fixture, tmp_path):
+    """Links, a FIFO, a device, names that are not ASCII or not a GPU index, lines with NUL, CR, quotes and braces:
+    the reading is whole, well formed, with hpc_job only from good lines and the rest counted."""
+    import signal
+    import stat
+
+    nvml_fixture("dgx-h100")
+    (tmp_path / "textfiles").mkdir()
+    where = tmp_path / "map"
+    where.mkdir()
+    (where / "0").write_bytes(b'11\r\n12\x0013\n"}\n{a="b"}\n' + b"9" * 70 + b"\n")
+    (where / "1").symlink_to("/etc/passwd")
+    os.mkfifo(where / "2")
+    os.mknod(where / "3", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    (where / "0 ").write_text("14\n")
+    (where / "\u0663").write_text("15\n")
+    (where.joinpath(os.fsdecode(b"4\xff"))).write_text("16\n")
+    (where / "5").write_bytes(b"\xff\n")
+    (where / "6").write_text("7" * (64 * 1024))
+    target = tmp_path / "textfiles" / "gpu.prom"
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.alarm(20)
+    try:
+        assert _exporter.main(["--textfile", str(target), "--hostname", "n1",
+                               "--hpc-job-mapping-dir", str(where)]) == 0
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    families = parse(target.read_text())
+    assert value(families, "accelops_gpu_nvml_up", Hostname="n1") == 1
+    assert {labels.get("hpc_job") for labels, _value in families["DCGM_FI_DEV_GPU_TEMP"]["samples"]} == {None, "11"}
+    # Four bad lines of 0; 1, 2, 3, "0 ", the Arabic-Indic three, 4\xff, 5 and 6.
+    assert value(families, "accelops_gpu_job_map_problems", Hostname="n1") == 4 + 8

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 
 import pytest
 
@@ -66,3 +67,55 @@ def test_a_directory_that_cannot_be_read_is_a_problem_not_a_crash(tmp_path):
 def test_slurm_array_and_other_schedulers_ids(tmp_path):
     (tmp_path / "1").write_text("4711_3\n9.batch\njob-7\n[1]\n")
     assert _job_map.read(str(tmp_path)).of(1) == ["4711_3", "9.batch", "job-7"]
+
+
+def test_the_writers_temporary_files_do_not_count_against_the_limit(tmp_path):
+    """Dot names (the prolog's temporary files, left by a prolog that was killed) sort first: they must not use up
+    the entries read and hide the GPUs' files."""
+    for job in range(_job_map.MAX_ENTRIES + 10):
+        (tmp_path / (".0.%d.tmp" % job)).write_text("")
+    (tmp_path / "0").write_text("9\n")
+    found = _job_map.read(str(tmp_path))
+    assert found.jobs == {"0": ["9"]} and found.problems == 0
+
+
+def test_at_most_so_many_entries_are_read(tmp_path):
+    for name in range(_job_map.MAX_ENTRIES + 5):
+        (tmp_path / ("x%05d" % name)).write_text("")
+    assert _job_map.read(str(tmp_path)).problems == _job_map.MAX_ENTRIES + 5
+
+
+def test_a_file_that_vanishes_during_the_read_is_a_job_that_ended(tmp_path, monkeypatch):
+    """The epilog removes a GPU's file between the listing and the read: no job there, and no problem."""
+    (tmp_path / "0").write_text("9\n")
+    listdir = os.listdir
+    monkeypatch.setattr(_job_map.os, "listdir", lambda where: [*listdir(where), "1"])
+    found = _job_map.read(str(tmp_path))
+    assert found.jobs == {"0": ["9"]} and found.problems == 0
+
+
+def test_a_device_or_fifo_is_never_opened(tmp_path, monkeypatch):
+    """Opening a device has effects of its own (a tty becomes the exporter's controlling terminal, a tape rewinds):
+    what is not a regular file is left out without an open."""
+    os.mknod(tmp_path / "0", 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    os.mkfifo(tmp_path / "1")
+    (tmp_path / "2").write_text("9\n")
+    opened = []
+    real_open = os.open
+
+    def recording_open(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_job_map.os, "open", recording_open)
+    found = _job_map.read(str(tmp_path))
+    assert found.jobs == {"2": ["9"]} and found.problems == 2
+    assert "0" not in opened and "1" not in opened
+
+
+def test_lines_end_at_a_newline_alone(tmp_path):
+    """As dcgm-exporter reads the files: a CR or another separator inside a line does not make two job ids of it
+    (a CR before the newline is the line's end, as a file written on Windows has it)."""
+    (tmp_path / "0").write_bytes(b"3\r4\n5\x1c6\n7\r\n8\x0b\n")
+    found = _job_map.read(str(tmp_path))
+    assert found.of(0) == ["7", "8"] and found.problems == 2

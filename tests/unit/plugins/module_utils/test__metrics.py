@@ -219,7 +219,7 @@ def test_jobs_label_their_gpus_as_dcgm_exporters_hpc_job(scrape, tmp_path):
     (tmp_path / "map").mkdir()
     (tmp_path / "map" / "1").write_text("4711\n")
     (tmp_path / "map" / "2").write_text("50\n51\n")
-    (tmp_path / "map" / "9").write_text("60\n")  # no such GPU: no series
+    (tmp_path / "map" / "9").write_text("60\n")  # no such GPU: no series, and a problem of the map
     families = parse(collect(facts, Node("node1", "hostname"), jobs=_job_map.read(str(tmp_path / "map"))).text())
     samples = families["DCGM_FI_DEV_GPU_TEMP"]["samples"]
     assert [(labels["gpu"], labels.get("hpc_job")) for labels, _value in samples] == [
@@ -229,7 +229,7 @@ def test_jobs_label_their_gpus_as_dcgm_exporters_hpc_job(scrape, tmp_path):
     assert value(families, "DCGM_FI_DEV_GPU_UTIL", gpu=2, hpc_job="51") == facts["gpus"][2]["utilization_gpu_pct"]
     assert value(families, "accelops_gpu_compute_processes", gpu=1, hpc_job="4711") == \
         len(facts["gpus"][1]["processes"])
-    assert value(families, "accelops_gpu_job_map_problems", hostname="node1") == 0
+    assert value(families, "accelops_gpu_job_map_problems", hostname="node1") == 1
     assert value(families, "accelops_gpu_nvml_up", hostname="node1") == 1
     # No map read: no job label and no problem count.
     plain = parse(collect(facts, "node1").text())
@@ -242,3 +242,20 @@ def test_the_node_label_is_one_of_dcgm_exporters():
 
     with pytest.raises(ValueError, match="Hostname, hostname"):
         Node("node1", "host")
+
+
+def test_a_job_map_of_gpus_nvml_does_not_list_is_counted_only_where_nvml_answered(scrape, tmp_path):
+    """A file for a GPU index that NVML does not list (the map numbers GPUs otherwise, or names one that is gone)
+    hides its jobs: a problem of the map. Where NVML does not answer there is no list to compare with."""
+    from ansible_collections.accelops.gpu.plugins.module_utils import _job_map
+    from ansible_collections.accelops.gpu.plugins.module_utils._metrics import collect
+
+    _families, facts = scrape("dgx-h100")
+    (tmp_path / "map").mkdir()
+    (tmp_path / "map" / "0").write_text("1\n")
+    (tmp_path / "map" / "8").write_text("2\n3\n")
+    (tmp_path / "map" / "12").write_text("4\n")
+    jobs = _job_map.read(str(tmp_path / "map"))
+    assert value(parse(collect(facts, "node1", jobs=jobs).text()), "accelops_gpu_job_map_problems") == 2
+    down = dict(facts, nvml_available=False, gpus=[], gpu_count=None)
+    assert value(parse(collect(down, "node1", jobs=jobs).text()), "accelops_gpu_job_map_problems") == 0

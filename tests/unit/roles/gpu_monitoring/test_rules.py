@@ -239,3 +239,26 @@ def test_the_role_writes_the_rules_once_on_the_controller(tmp_path):
     assert text == generator().render({"gpu_monitoring_idle_for": "2h"}, header="Ansible managed")
     assert oct(written.stat().st_mode & 0o777) == "0o644"
     assert write_rules(tmp_path, gpu_monitoring_idle_for="2h")["gpu01"]["changed"] == "0"
+
+
+BACKEND = preflight_task("gpu_monitoring", "Check the backend and the node's label")
+LABELS = {"Hostname": "Hostname", "hostname": "hostname", "host": "host", "list": ["Hostname"], "line": "Hostname\n",
+          "number": 1}
+LABEL_KEYS = {name: BATCH.add(role_files("gpu_monitoring"), {"gpu_monitoring_hostname_label": value},
+                              [("ok", "{{ [%s] | select | list | length == %d }}" % (
+                                  ", ".join("(%s)" % that for that in BACKEND["ansible.builtin.assert"]["that"]),
+                                  len(BACKEND["ansible.builtin.assert"]["that"]))),
+                               ("message", BACKEND["ansible.builtin.assert"]["fail_msg"])])
+              for name, value in LABELS.items()}
+
+
+@pytest.mark.parametrize("name", LABELS)
+def test_the_node_label_is_checked_without_argument_specs(name):
+    """Run without argument_specs (tasks_from, rolespec_validate: false), a label the exporter refuses would stop it
+    after its unit was written: refused before, with the variable's name."""
+    result = BATCH[LABEL_KEYS[name]]
+    good = name in ("Hostname", "hostname")
+    assert result["ok"] is good or result["ok"] == str(good), result
+    if not good:
+        assert result["message"].startswith("gpu_monitoring_hostname_label must be Hostname or hostname, got "), result
+        assert result["message"].endswith(". Nothing was changed.") and "\n" not in result["message"], result

@@ -4,6 +4,7 @@ by Ansible's own templating."""
 from __future__ import annotations
 
 import base64
+import os
 import re
 
 import pytest
@@ -360,6 +361,9 @@ JOB_MAP_CHECK = preflight_task("slurm", "Check the job map's directory")
     ("/run", False), ("/", False), ("run/map", False), ("/run/map/", False), ("/run/../etc", False),
     ("/run/./map", False), ("/run/map\n", False), ("/run/my map", False), ("/run/$(id)", False),
     ("/run/ma'p", False), ("/run/m\x00ap", False),
+    # System directories, where files named 0, 1, ... holding job ids break what reads them (sudo, cron, ldconfig).
+    ("/etc/sudoers.d", False), ("/etc/cron.d", False), ("/usr/local/map", False), ("/lib64/map", False),
+    ("/root/map", False), ("/proc/map", False), ("/var/lib/accelops-gpu/job-map", True), ("/etc2/map", True),
 ])
 def test_job_map_dir_check(directory, ok):
     templar = Templar(loader=DataLoader(), variables={"slurm_job_map_dir": directory})
@@ -458,3 +462,101 @@ def test_a_directory_that_cannot_be_made_is_said_not_failed(job_map_script, tmp_
 
 def test_the_script_quotes_its_directory():
     assert "dir=/run/accelops-gpu/job-map\n" in render("accelops-gpu-job-map.sh.j2")
+
+
+def test_a_glob_among_the_gpus_is_no_file_name(job_map_script, tmp_path, monkeypatch):
+    _rendered, run, files, _directory = job_map_script
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "5").write_text("")
+    run("prolog_slurmd", "9", gpus="*,[0-9],1")
+    assert files() == {"1": "9\n"}
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo"])
+def test_a_planted_lock_file_neither_creates_a_file_nor_blocks(job_map_script, tmp_path, plant):
+    """The writers lock the directory itself: no name in it is opened for the lock."""
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    if plant == "link":
+        (directory / ".lock").symlink_to(tmp_path / "created")
+    else:
+        os.mkfifo(directory / ".lock")
+    run("prolog_slurmd", "9", gpus="0")
+    assert files() == {"0": "9\n"}
+    assert not (tmp_path / "created").exists()
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo", "full"])
+def test_a_planted_temporary_file_clobbers_nothing_and_blocks_nothing(job_map_script, tmp_path, plant):
+    """A link at the temporary name is never written through; a FIFO there never blocks; a write that fails (as on
+    a full /run: a link to /dev/full) is never written through either."""
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    (directory / "0").write_text("5\n6\n")
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    temporary = directory / ".0.9.tmp"
+    if plant == "link":
+        temporary.symlink_to(victim)
+    elif plant == "fifo":
+        os.mkfifo(temporary)
+    else:
+        temporary.symlink_to("/dev/full")
+    run("prolog_slurmd", "9", gpus="0")
+    assert victim.read_text() == "keep\n"
+    assert files() == {"0": "5\n6\n9\n"}
+    assert not (directory / "0").is_symlink()
+
+
+def test_a_failed_write_keeps_the_other_jobs_lines(job_map_script):
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    (directory / "0").write_text("5\n6\n")
+    for job in (9, 6):
+        (directory / (".0.%d.tmp" % job)).mkdir()  # a name that cannot be written or removed as a file
+    assert "cannot write" in run("prolog_slurmd", "9", gpus="0")
+    assert files() == {"0": "5\n6\n"}
+    assert "cannot write" in run("epilog_slurmd", "6", gpus="0")
+    assert files() == {"0": "5\n6\n"}
+
+
+def test_a_line_the_script_did_not_write_is_kept(job_map_script):
+    """grep treats a file with a NUL as binary and prints none of its lines: the other lines must survive."""
+    _rendered, run, _files, directory = job_map_script
+    directory.mkdir()
+    (directory / "0").write_bytes(b"5\n\x00\n6\n")
+    run("prolog_slurmd", "9", gpus="0")
+    assert (directory / "0").read_bytes().split(b"\n")[-3:] == [b"6", b"9", b""]
+    assert b"5\n" in (directory / "0").read_bytes()
+
+
+def test_twenty_prologs_and_epilogs_at_once_lose_no_line(job_map_script):
+    import subprocess
+
+    _rendered, run, _files, directory = job_map_script
+    run("prolog_slurmd", "1", gpus="0,1")
+    script = str(directory.parent / "job-map.sh")
+
+    def start(context, job, gpus):
+        env = {"SLURM_SCRIPT_CONTEXT": context, "SLURM_JOB_ID": str(job), "SLURM_JOB_GPUS": gpus}
+        return subprocess.Popen([script], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    started = [start("prolog_slurmd", job, "0,1") for job in range(100, 120)]
+    started += [start("epilog_slurmd", job, "0,1") for job in range(100, 110)]
+    for process in started:
+        assert process.wait(timeout=60) == 0
+    # The epilogs may have run before their prologs: each job of 100..109 is there or not, the rest are.
+    for name in ("0", "1"):
+        jobs = (directory / name).read_text().split("\n")[:-1]
+        assert len(jobs) == len(set(jobs))
+        assert {"1", *map(str, range(110, 120))} <= set(jobs) <= {"1", *map(str, range(100, 120))}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the directory away")
+def test_a_directory_that_another_user_owns_is_not_used(job_map_script):
+    """Its owner could plant links and lines there (a directory under /tmp made first by someone else)."""
+    _rendered, run, files, directory = job_map_script
+    directory.mkdir()
+    os.chown(directory, 65534, 65534)
+    assert "cannot use" in run("prolog_slurmd", "9", gpus="0")
+    assert files() == {}
