@@ -199,7 +199,9 @@ def metrics(fields, hostname):
 
 
 def exporter(args):
-    options = {"-a": ":9400", "-f": "/etc/dcgm-exporter/default-counters.csv", "-r": ""}
+    # dcgm-exporter's own flags that the role gives it; the HPC job-mapping directory is taken and not read here (the
+    # collection's exporter and its tests prove the hpc_job label).
+    options = {"-a": ":9400", "-f": "/etc/dcgm-exporter/default-counters.csv", "-r": "", "--hpc-job-mapping-dir": ""}
     aliases = {"--address": "-a", "--collectors": "-f", "--remote-hostengine-info": "-r"}
     rest = list(args)
     while rest:
