@@ -261,6 +261,29 @@ def test_each_file_is_declared_once(host, dirs, node_files):
     assert all(path.startswith("/var/lib/accelops-gpu/slurm-candidate/") for path in candidates)
 
 
+PATHS_BATCH = Batch()
+PATHS_CASES = [("ctl", False), ("dgx01", False), ("dgx01", True), ("ctl", True)]
+
+
+@pytest.mark.parametrize("host, accounting, key", [
+    (host, accounting, PATHS_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": host, "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
+        "ansible_facts": {"service_mgr": "systemd"},
+        "hostvars": {"ctl": {"__slurm_me": {"cluster": {"accounting": accounting},
+                                            "dbd": {"address": "ctl", "port": 6819}}}}},
+        [("paths", "{{ __slurm_conf_paths }}")]))
+    for host, accounting in PATHS_CASES
+])
+def test_the_probes_paths_render_on_every_host(host, accounting, key):
+    """The preflight's read of the role's files (__slurm_conf_paths) on a controller and a GPU node, with accounting
+    and without: a host that is not slurmdbd's has no slurmdbd file, and its paths are still a list."""
+    paths = PATHS_BATCH[key]["paths"]
+    assert isinstance(paths, list), paths
+    assert "/etc/slurm/slurm.conf" in paths
+    assert ("/etc/slurm/slurmdbd.conf" in paths) is (accounting and host == "ctl")
+    assert ("/etc/slurm/prolog.d/50-accelops-gpu-job-map" in paths) is (host == "dgx01")
+
+
 # --------------------------------------------------------------------------- GPUs shared: shards and MPS
 
 
