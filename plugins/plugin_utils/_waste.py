@@ -70,13 +70,39 @@ def sacct_argv(start, end):
             _iso(parse_time(end, "end")), "--format", SACCT_FORMAT]
 
 
+MAX_DAYS = 3660
+
+
+def window(now, start="", end="", days=7):
+    """The report's window from the variables: ``end`` (default ``now``, the Slurm controller's clock) and ``start``
+    (default ``days`` before the end), each a UTC time; with the sacct command that reads it. ReportError names the
+    variable that cannot be taken."""
+    now = parse_time(now, "now (the Slurm controller's clock)")
+    end = parse_time(end, "accelops_gpu_waste_end") if end not in (None, "") else now
+    if start not in (None, ""):
+        start = parse_time(start, "accelops_gpu_waste_start")
+    else:
+        if isinstance(days, bool) or not isinstance(days, (int, str)) or not COUNT.match(str(days)) \
+                or not 1 <= int(days) <= MAX_DAYS:
+            raise ReportError("accelops_gpu_waste_days must be a whole number of days from 1 to %d, got %s"
+                              % (MAX_DAYS, _shown(days)))
+        start = end - datetime.timedelta(days=int(days))
+    if end <= start:
+        raise ReportError("the window's end (accelops_gpu_waste_end, %s) must come after its start "
+                          "(accelops_gpu_waste_start, %s)" % (_iso(end), _iso(start)))
+    return {"start": _iso(start), "end": _iso(end), "now": _iso(now), "argv": sacct_argv(start, end)}
+
+
 def _iso(moment):
     return moment.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _shown(value):
-    text = value if isinstance(value, str) else repr(value)
-    return repr(text if len(text) <= LINE_SHOWN else text[:LINE_SHOWN] + "...")
+    """A value in a message: a string shortened and quoted, anything else by its type (an int of 5,000 digits cannot
+    even be printed)."""
+    if not isinstance(value, str):
+        return "a value of type %s" % type(value).__name__
+    return repr(value if len(value) <= LINE_SHOWN else value[:LINE_SHOWN] + "...")
 
 
 def _tres(text):
@@ -214,7 +240,8 @@ def _group(records, key):
                                          "jobs_not_measured": 0})
         _add(entry, record)
     return sorted((_finish(entry) for entry in groups.values()),
-                  key=lambda e: (-e["gpu_hours_idle"], -e["gpu_hours"], str(e[key])))
+                  key=lambda e: (e["gpu_hours_idle"] is None, -(e["gpu_hours_idle"] or 0.0), -e["gpu_hours"],
+                                 str(e[key])))
 
 
 def _add(entry, record):
@@ -232,6 +259,8 @@ def _finish(entry):
     """A group's mean utilisation over its measured GPU-hours (null without any), and its figures rounded."""
     measured = entry["gpu_hours_measured"]
     entry["mean_utilization"] = 100.0 * (1.0 - entry["gpu_hours_idle"] / measured) if measured > 0 else None
+    if entry["jobs_not_measured"] == entry["jobs"] and entry["jobs"]:
+        entry["gpu_hours_idle"] = None  # nothing measured: not "nothing idle"
     return _rounded(entry)
 
 
