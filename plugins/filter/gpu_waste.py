@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The GPU waste report filters (gpu_waste_model, gpu_waste_html, and the playbook's _gpu_waste_window), each documented in its own <name>.yml."""
+"""The GPU waste report filters (gpu_waste_model, gpu_waste_html, and the playbook's _gpu_waste_window), each
+documented in its own <name>.yml."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ through a Jinja2 template with autoescaping on (every user, account, job id and 
 
 from __future__ import annotations
 
+import functools
 import math
 
 from jinja2 import Environment, StrictUndefined
@@ -55,8 +56,8 @@ read): its hours are neither idle nor busy here. {{ s.jobs_without_gpus }} job(s
 <h2>{{ heading }}, most idle GPU-hours first</h2>
 {%- set rows = model[key ~ "s"] %}
 {%- if rows %}
-<table><tr><th>{{ key | capitalize }}</th><th>Jobs</th><th>GPU-hours</th><th>GPU-hours idle</th><th>Mean utilisation</th>
-<th>GPU-hours not measured</th></tr>
+<table><tr><th>{{ key | capitalize }}</th><th>Jobs</th><th>GPU-hours</th><th>GPU-hours idle</th>
+<th>Mean utilisation</th><th>GPU-hours not measured</th></tr>
 {%- for row in rows %}
 <tr><td>{{ row[key] if row[key] else "(none)" }}</td><td class="r">{{ row.jobs }}</td>
 <td class="r">{{ num(row.gpu_hours) }}</td>
@@ -74,7 +75,8 @@ read): its hours are neither idle nor busy here. {{ s.jobs_without_gpus }} job(s
 <tr><td>{{ job.job }}</td><td>{{ job.user }}</td><td>{{ job.account }}</td><td>{{ job.state }}</td>
 <td>{{ job.start }}</td><td>{{ job.end if job.end else "running" }}</td><td class="r">{{ job.gpus }}</td>
 <td class="r">{{ num(job.hours_in_window) }}</td><td class="r">{{ num(job.gpu_hours) }}</td>
-<td class="r">{{ util(job.mean_utilization) }}{% if job.utilization_capped %} <span class="odd">(capped)</span>{% endif %}</td>
+<td class="r">{{ util(job.mean_utilization) }}
+{%- if job.utilization_capped %} <span class="odd">(capped)</span>{% endif %}</td>
 <td class="r">{{ hours(job.gpu_hours_idle) }}</td></tr>
 {%- endfor %}
 </table>
@@ -96,16 +98,13 @@ GPU-hours times (1 - mean / 100). Command: <code>{{ model.source.command }}</cod
 </body></html>
 """
 
-_ENVIRONMENT = None
 
-
-def _environment():
-    global _ENVIRONMENT  # pylint: disable=global-statement
-    if _ENVIRONMENT is None:
-        env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=False)
-        env.globals.update(num=_num, pct=_pct, bar=_bar)
-        _ENVIRONMENT = env.from_string(TEMPLATE)
-    return _ENVIRONMENT
+@functools.lru_cache(maxsize=None)
+def _template():
+    """The template, compiled once per process."""
+    env = Environment(autoescape=True, undefined=StrictUndefined)
+    env.globals.update(num=_num, pct=_pct, bar=_bar)
+    return env.from_string(TEMPLATE)
 
 
 def _finite(value):
@@ -113,7 +112,7 @@ def _finite(value):
 
 
 def _num(value):
-    return "{:,.2f}".format(value) if _finite(value) else "n/a"
+    return f"{value:,.2f}" if _finite(value) else "n/a"
 
 
 def _pct(value):
@@ -132,4 +131,4 @@ def render_html(model, title, generated_at):
     keys = ("window", "source", "summary", "jobs", "users", "accounts", "skipped")
     if not isinstance(model, dict) or any(key not in model for key in keys):
         raise ReportError("the model must be what gpu_waste_model returns (a dict with %s)" % ", ".join(keys))
-    return _environment().render(model=model, title=str(title), generated_at=str(generated_at))
+    return _template().render(model=model, title=str(title), generated_at=str(generated_at))

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from hostile import huge
 
 from ansible_collections.accelops.gpu.plugins.filter.gpu_waste import (
     _gpu_waste_window,
@@ -19,7 +20,6 @@ from ansible_collections.accelops.gpu.plugins.filter.gpu_waste import (
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import ReportError
 from ansible_collections.accelops.gpu.plugins.plugin_utils._waste import sacct_argv, waste_model, window
 from ansible_collections.accelops.gpu.plugins.plugin_utils._waste_html import render_html
-from hostile import huge
 from simnode import ROOT
 
 SACCT = (ROOT / "tests" / "sim" / "slurm" / "sacct-24.11.txt").read_text(encoding="utf-8")
