@@ -22,6 +22,8 @@ PUBLIC = {
     "gpu_summary", "topology_table", "gpu_processes",
     # the fleet report
     "fleet_report_model", "fleet_report_html",
+    # the GPU waste report from Slurm's accounting
+    "gpu_waste_model", "gpu_waste_html",
     # Slurm's configuration and view, from the facts
     "slurm_node_gres", "slurm_hardware", "slurm_node_line", "slurm_gres_conf", "slurm_node_states",
     # NCCL's settings from the RDMA facts
@@ -31,10 +33,10 @@ PUBLIC = {
 }
 INTERNAL = {
     "_alternatives_set", "_apt_outdated", "_config_value_problems", "_dcgm_diag_problems", "_dkms_unbuilt",
-    "_file_matches", "_ipoib_problems", "_kernel_headers_missing", "_key_download_problem", "_newest_version",
-    "_package_offers", "_pip_unmet", "_running_units", "_signing_key_problems", "_slurm_allreduce_plan",
-    "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_gres_mismatch", "_slurm_health_actions",
-    "_slurm_maintenance", "_slurm_node_problems",
+    "_file_matches", "_gpu_waste_window", "_ipoib_problems", "_kernel_headers_missing", "_key_download_problem",
+    "_newest_version", "_package_offers", "_pip_unmet", "_running_units", "_signing_key_problems",
+    "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_gres_mismatch",
+    "_slurm_health_actions", "_slurm_maintenance", "_slurm_node_problems",
 }
 # Where the collection calls its own filters.
 CALLERS = ("roles", "playbooks")
