@@ -101,7 +101,8 @@ def slurm_gres_mismatch(expected, output):
 
 @_filter("_slurm_foreign_scripts")
 def slurm_foreign_scripts(conf, wanted):
-    """slurm.conf's Prolog, Epilog and PrologFlags settings that differ from the ones the role writes."""
+    """slurm.conf's script settings (Prolog, Epilog, PrologFlags, and the site's: TaskProlog, HealthCheckProgram, ...)
+    that differ from the ones the role writes."""
     from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
 
     if not isinstance(wanted, dict) or not all(isinstance(value, str) for value in wanted.values()):
@@ -117,14 +118,22 @@ def slurm_foreign_scripts(conf, wanted):
             why = "a %s" % conf["type"]
         else:
             why = conf.get("error") or "larger than node_probe reads, or not read"
-        raise SlurmError("slurm.conf could not be read (%s): its Prolog, Epilog and PrologFlags are unknown. Nothing "
-                         "was changed." % why)
+        raise SlurmError("slurm.conf could not be read (%s): its Prolog, Epilog and other script settings are "
+                         "unknown. Nothing was changed." % why)
     if isinstance(conf, dict):
         try:
             conf = base64.b64decode(conf["content"] or "", validate=True).decode("utf-8", errors="replace")
         except (binascii.Error, TypeError) as error:
             raise SlurmError("the slurm.conf read is not base64 text (%s)" % error) from None
     return _slurm_conf.foreign_scripts(conf, wanted)
+
+
+@_filter("_slurm_site_scripts")
+def slurm_site_scripts(value):
+    """slurm_site_scripts checked: the settings slurm.conf gets from it, in Slurm's spelling, and what is wrong."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
+
+    return _slurm_conf.site_scripts(value)
 
 
 @_filter("_slurm_node_problems")
@@ -216,6 +225,7 @@ class FilterModule:
             "_slurm_gres_mismatch": slurm_gres_mismatch,
             "_slurm_node_problems": slurm_node_problems,
             "_slurm_foreign_scripts": slurm_foreign_scripts,
+            "_slurm_site_scripts": slurm_site_scripts,
             "slurm_node_states": slurm_node_states,
             "_slurm_health_actions": slurm_health_actions,
             "_slurm_maintenance": slurm_maintenance,

@@ -578,9 +578,27 @@ def _sharing_messages(expected, lines):
     return messages
 
 
-# The settings of slurm.conf that run scripts on the nodes. The role writes them (every script in the prolog and
-# epilog directories, the job map's among them): a slurm.conf that a site wrote with other values would lose them.
-SCRIPT_KEYS = ("Prolog", "Epilog", "PrologFlags")
+# The settings of slurm.conf that run scripts on the nodes. The role writes the first three (every script in the prolog
+# and epilog directories, the job map's among them); a site's other scripts come from slurm_site_scripts
+# (SITE_SCRIPT_KEYS). A slurm.conf that a site wrote with other values of any of them would lose them.
+ROLE_SCRIPT_KEYS = ("Prolog", "Epilog", "PrologFlags")
+# The program settings are read as one path each (src/common/read_config.c, Slurm 24.11); HealthCheckInterval is the
+# seconds between two runs of HealthCheckProgram (0: never), HealthCheckNodeState the node states it runs in.
+SITE_PROGRAM_KEYS = ("PrologSlurmctld", "EpilogSlurmctld", "TaskProlog", "TaskEpilog", "SrunProlog", "SrunEpilog",
+                     "HealthCheckProgram")
+SITE_SCRIPT_KEYS = (*SITE_PROGRAM_KEYS, "HealthCheckInterval", "HealthCheckNodeState")
+SCRIPT_KEYS = (*ROLE_SCRIPT_KEYS, *SITE_SCRIPT_KEYS)
+# The line the role's slurm.conf carries: a file with it was written by the role, whose site settings came from
+# slurm_site_scripts, so that a changed slurm_site_scripts (one that removes a key too) rewrites it.
+SITE_MARK = "# Written whole by accelops.gpu.slurm: a site's scripts come from slurm_site_scripts."
+# A program's path as slurm.conf can hold it: absolute, shorter than Linux's PATH_MAX (4096 with its NUL), and none of
+# what Slurm's parser reads otherwise (white space ends a value, a quote starts a quoted one, # a comment, a backslash
+# escapes) nor any other control character.
+SITE_PROGRAM = re.compile(r"\A/[^\s\"'#\\\x00-\x1f\x7f-\x9f]{1,4094}\Z")
+# HealthCheckNodeState's words (_health_node_state, read_config.c; Slurm ignores others with an error in its log).
+HEALTH_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE")
+# Slurm keeps HealthCheckInterval in 16 bits (s_p_handle_uint16 refuses more).
+HEALTH_INTERVAL_MAX = 65535
 
 
 # One KEY=VALUE of a slurm.conf line as Slurm's parser (src/common/parse_config.c) finds them, several to a line: a key
@@ -612,14 +630,101 @@ def _conf_lines(text):
         yield re.sub(r"\\(.?)", r"\1", held, flags=re.S)
 
 
+def _shown(value):
+    """A value as a message may show it: a text cut short, a whole number, else its kind alone (a huge number or a
+    deeply nested list would not print; Ansible hands its own subclasses of list, dict and str)."""
+    if isinstance(value, str):
+        return repr(str(value[:60]) + ("..." if len(value) > 60 else ""))
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10 ** 12:
+        return str(value)
+    if value is None:
+        return "null"
+    kinds = ((bool, "a bool"), (int, "an int"), (float, "a float"), (dict, "a dict"), ((list, tuple), "a list"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "a %s" % type(value).__name__)
+
+
+def _site_value(key, value):
+    """One setting of slurm_site_scripts as slurm.conf writes it, or why it cannot be (None, message)."""
+    where = "slurm_site_scripts.%s" % key
+    if key in SITE_PROGRAM_KEYS:
+        if isinstance(value, str) and SITE_PROGRAM.match(value):
+            return value, None
+        return None, ("%s must be an absolute path (at most 4095 characters) with no white space, quote, #, backslash "
+                      "or control character (slurm.conf would read those otherwise), got %s" % (where, _shown(value)))
+    if key == "HealthCheckInterval":
+        if isinstance(value, str) and re.match(r"\A[0-9]{1,5}\Z", value):
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= HEALTH_INTERVAL_MAX:
+            return str(value), None
+        return None, ("%s must be the seconds between two runs of HealthCheckProgram, a whole number from 0 to %d, got "
+                      "%s" % (where, HEALTH_INTERVAL_MAX, _shown(value)))
+    words = value.split(",") if isinstance(value, str) and len(value) <= 200 else None
+    if words and all(word.upper() in HEALTH_STATES for word in words):
+        return ",".join(word.upper() for word in words), None
+    return None, ("%s must be one or more of %s joined by commas, got %s"
+                  % (where, ", ".join(HEALTH_STATES), _shown(value)))
+
+
+def site_scripts(value):
+    """slurm_site_scripts checked: {"settings": {Key: "value"}, "problems": [message]}, each key in Slurm's spelling
+    (given in any case, as Slurm reads them), each message naming slurm_site_scripts.KEY and what it may be. The caller
+    refuses the whole when problems is not empty (settings then holds the keys that passed alone)."""
+    settings, problems = {}, []
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        return {"settings": {}, "problems": ["slurm_site_scripts must be a dict of slurm.conf's settings (%s) and "
+                                             "their values, got %s" % (", ".join(SITE_SCRIPT_KEYS), _shown(value))]}
+    keys = {key.lower(): key for key in SITE_SCRIPT_KEYS}
+    given = set()
+    for name, setting in value.items():
+        key = keys.get(name.lower()) if isinstance(name, str) else None
+        if key is None:
+            problems.append("slurm_site_scripts.%s is not a setting the role writes for a site; give %s (the other "
+                            "settings of slurm.conf are the role's own)"
+                            % (name if isinstance(name, str) and re.match(r"\A[A-Za-z0-9_]{1,60}\Z", name)
+                               else _shown(name), ", ".join(SITE_SCRIPT_KEYS)))
+        elif key in given:
+            problems.append("slurm_site_scripts.%s is given twice (its keys are read in any case, as Slurm reads "
+                            "them)" % key)
+        else:
+            given.add(key)
+            written, problem = _site_value(key, setting)
+            if problem is None:
+                settings[key] = written
+            else:
+                problems.append(problem)
+    if "HealthCheckProgram" in given and "HealthCheckInterval" not in given:
+        problems.append("slurm_site_scripts.HealthCheckProgram needs slurm_site_scripts.HealthCheckInterval (seconds, "
+                        "at least 1): Slurm runs the program only with an interval")
+    if settings.get("HealthCheckInterval") == "0" and "HealthCheckProgram" in given:
+        problems.append("slurm_site_scripts.HealthCheckInterval must be at least 1 with HealthCheckProgram: Slurm "
+                        "never runs the program with an interval of 0")
+    for key in ("HealthCheckInterval", "HealthCheckNodeState"):
+        if key in given and "HealthCheckProgram" not in given:
+            problems.append("slurm_site_scripts.%s needs slurm_site_scripts.HealthCheckProgram: Slurm does nothing "
+                            "with it alone" % key)
+    return {"settings": settings, "problems": problems}
+
+
+def _same(key, have, want):
+    """Whether a file's value of a script setting is the wanted one (HealthCheckNodeState's words in any case)."""
+    if key == "HealthCheckNodeState" and isinstance(want, str):
+        return have.upper() == want.upper()
+    return have == want
+
+
 def foreign_scripts(text, wanted):
     """The script settings (SCRIPT_KEYS; keys in any case, as Slurm reads them) that text (a slurm.conf) gives with a
     value other than wanted's ({key: value}), as KEY=VALUE texts in the file's order, and each Include (as "Include
     PATH": the role's slurm.conf has none, and the file it names may hold any of them). The text is read as Slurm
-    reads it: several settings to a line, comments, continued lines, escapes and quoted values."""
+    reads it: several settings to a line, comments, continued lines, escapes and quoted values. A file that carries
+    SITE_MARK on a line of its own was written by the role: its SITE_SCRIPT_KEYS came from slurm_site_scripts, and
+    are not looked at (a changed slurm_site_scripts rewrites them)."""
     if not isinstance(text, str):
         raise SlurmError("the slurm.conf to read must be text, got %s" % type(text).__name__)
-    keys = {key.lower(): key for key in SCRIPT_KEYS}
+    marked = any(line.strip() == SITE_MARK for line in text.splitlines())
+    keys = {key.lower(): key for key in (ROLE_SCRIPT_KEYS if marked else SCRIPT_KEYS)}
     found = []
     for line in _conf_lines(text):
         include = _CONF_INCLUDE.match(line)
@@ -634,6 +739,6 @@ def foreign_scripts(text, wanted):
             at = pair.end()
             key = keys.get(pair.group(1).lower())
             value = pair.group(2) if pair.group(2) is not None else pair.group(3)
-            if key is not None and value != wanted.get(key):
+            if key is not None and not _same(key, value, wanted.get(key)):
                 found.append("%s=%s" % (key, value[:200]))
     return found

@@ -6,6 +6,7 @@ import base64
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from hostile import huge, nested
 
 from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     FilterModule,
@@ -19,6 +20,7 @@ from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     slurm_node_line,
     slurm_node_problems,
     slurm_node_states,
+    slurm_site_scripts,
 )
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
@@ -26,7 +28,7 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import gr
 
 NAMES = {"slurm_node_gres", "slurm_hardware", "slurm_node_line", "slurm_gres_conf", "_slurm_gres_mismatch",
          "_slurm_node_problems", "slurm_node_states", "_slurm_health_actions", "_slurm_maintenance",
-         "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts"}
+         "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_site_scripts"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
 MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"
@@ -303,6 +305,48 @@ def test_a_slurm_conf_that_could_not_be_read_is_refused_not_passed(read, message
 ])
 def test_script_settings_are_read_as_slurm_reads_them(conf, found):
     assert slurm_foreign_scripts(conf, WANTED) == found
+
+
+def test_the_sites_other_scripts_are_kept_where_slurm_site_scripts_gives_them():
+    """A hand-written slurm.conf's TaskProlog, HealthCheckProgram, ... pass where the wanted settings (the role's and
+    slurm_site_scripts') hold them, and are named where they do not; the role's own file (its mark line) is rewritten
+    for them, not refused."""
+    conf = "ClusterName=gpu\nTaskProlog=/usr/local/sbin/task-prolog\nhealthcheckprogram=/usr/sbin/nhc\n" \
+           "HealthCheckInterval=300\n"
+    site = slurm_site_scripts({"TaskProlog": "/usr/local/sbin/task-prolog", "HealthCheckProgram": "/usr/sbin/nhc",
+                               "HealthCheckInterval": 300})
+    assert site["problems"] == []
+    read = {"exists": True, "type": "file", "content": base64.b64encode(conf.encode()).decode()}
+    assert slurm_foreign_scripts(read, {**WANTED, **site["settings"]}) == []
+    assert slurm_foreign_scripts(read, WANTED) == [
+        "TaskProlog=/usr/local/sbin/task-prolog", "HealthCheckProgram=/usr/sbin/nhc", "HealthCheckInterval=300"]
+    mark = "# Written whole by accelops.gpu.slurm: a site's scripts come from slurm_site_scripts.\n"
+    marked = {"exists": True, "type": "file", "content": base64.b64encode((mark + conf).encode()).decode()}
+    assert slurm_foreign_scripts(marked, WANTED) == []
+
+
+@pytest.mark.parametrize("value, settings, problems", [
+    ({}, {}, []),
+    (None, {}, []),
+    ({"taskprolog": "/opt/tp"}, {"TaskProlog": "/opt/tp"}, []),
+    ({"TaskProlog": "/opt/tp", "Prolog": "/x"}, {"TaskProlog": "/opt/tp"},
+     ["slurm_site_scripts.Prolog is not a setting the role writes for a site; give PrologSlurmctld, EpilogSlurmctld, "
+      "TaskProlog, TaskEpilog, SrunProlog, SrunEpilog, HealthCheckProgram, HealthCheckInterval, HealthCheckNodeState "
+      "(the other settings of slurm.conf are the role's own)"]),
+    ("x", {}, ["slurm_site_scripts must be a dict of slurm.conf's settings (PrologSlurmctld, EpilogSlurmctld, "
+               "TaskProlog, TaskEpilog, SrunProlog, SrunEpilog, HealthCheckProgram, HealthCheckInterval, "
+               "HealthCheckNodeState) and their values, got 'x'"]),
+])
+def test_site_scripts_filter_gives_the_settings_and_every_problem(value, settings, problems):
+    assert slurm_site_scripts(value) == {"settings": settings, "problems": problems}
+
+
+def test_site_scripts_filter_never_fails_on_hostile_values():
+    checked = slurm_site_scripts({"TaskProlog": nested(5000), "HealthCheckInterval": huge(), "k" * 100000: "v",
+                                  "SrunProlog": "/x\nNodeName=evil"})
+    assert checked["settings"] == {}
+    assert len(checked["problems"]) == 5
+    assert all(len(problem) < 600 for problem in checked["problems"])
 
 
 def test_an_include_may_hold_a_prolog_and_is_named():

@@ -7,6 +7,7 @@ import copy
 import re
 
 import pytest
+from hostile import huge, nested
 
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
@@ -14,6 +15,7 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_conf
 from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import (
     SlurmError,
     cores,
+    foreign_scripts,
     gres_conf_lines,
     gres_mismatch,
     gres_summary,
@@ -23,6 +25,7 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import (
     node_line,
     parse_mig_minors,
     parse_slurmd_gres,
+    site_scripts,
     slurmd_hardware,
 )
 
@@ -812,3 +815,197 @@ def test_mps_is_compared_where_the_records_hold_it(facts_of):
     assert gres_mismatch(records, slurmd_g(gpus, hardware) + shares_g(records, "mps", 50)) == [
         "GPU 0 (/dev/nvidia0): mps Count=100 expected, slurmd -G detects 50",
         "GPU 1 (/dev/nvidia1): mps Count=100 expected, slurmd -G detects 50"]
+
+
+# --------------------------------------------------------------------------- The site's own script settings
+
+ROLE_SCRIPTS = {"Prolog": "/etc/slurm/prolog.d/*", "Epilog": "/etc/slurm/epilog.d/*", "PrologFlags": "Alloc"}
+
+
+def test_the_site_keys_are_the_script_settings_beside_the_roles():
+    assert _slurm_conf.SITE_SCRIPT_KEYS == (
+        "PrologSlurmctld", "EpilogSlurmctld", "TaskProlog", "TaskEpilog", "SrunProlog", "SrunEpilog",
+        "HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState")
+    assert _slurm_conf.SCRIPT_KEYS == ("Prolog", "Epilog", "PrologFlags", *_slurm_conf.SITE_SCRIPT_KEYS)
+
+
+@pytest.mark.parametrize("value, settings", [
+    (None, {}),
+    ({}, {}),
+    ({"TaskProlog": "/usr/local/sbin/task-prolog"}, {"TaskProlog": "/usr/local/sbin/task-prolog"}),
+    # Keys in any case, as Slurm reads them; written in Slurm's spelling.
+    ({"prologslurmctld": "/opt/site/ctld-prolog", "EPILOGSLURMCTLD": "/opt/site/ctld-epilog",
+      "srunprolog": "/opt/site/srun-prolog", "SrunEpilog": "/opt/site/srun-epilog", "taskepilog": "/opt/te"},
+     {"PrologSlurmctld": "/opt/site/ctld-prolog", "EpilogSlurmctld": "/opt/site/ctld-epilog",
+      "SrunProlog": "/opt/site/srun-prolog", "SrunEpilog": "/opt/site/srun-epilog", "TaskEpilog": "/opt/te"}),
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "healthcheckinterval": 300},
+     {"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": "300"}),
+    # An interval given as text (extra vars), the most Slurm keeps in 16 bits; node states in any case.
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": "65535", "HealthCheckNodeState": "idle,Cycle"},
+     {"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": "65535", "HealthCheckNodeState": "IDLE,CYCLE"}),
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": 1,
+      "HealthCheckNodeState": "ALLOC,ANY,CYCLE,IDLE,MIXED,NONDRAINED_IDLE"},
+     {"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": "1",
+      "HealthCheckNodeState": "ALLOC,ANY,CYCLE,IDLE,MIXED,NONDRAINED_IDLE"}),
+    # A glob and the characters of real paths.
+    ({"TaskProlog": "/etc/slurm/task.d/site-prolog_1.2+x@y=z:*"},
+     {"TaskProlog": "/etc/slurm/task.d/site-prolog_1.2+x@y=z:*"}),
+    ({"TaskProlog": "/" + "x" * 4094}, {"TaskProlog": "/" + "x" * 4094}),
+])
+def test_site_scripts_in_slurms_spelling(value, settings):
+    assert site_scripts(value) == {"settings": settings, "problems": []}
+
+
+@pytest.mark.parametrize("value, problem", [
+    ([], "slurm_site_scripts must be a dict of slurm.conf's settings (PrologSlurmctld, "),
+    ("TaskProlog=/x", "slurm_site_scripts must be a dict"),
+    (nested(5000), "slurm_site_scripts must be a dict of slurm.conf's settings (PrologSlurmctld, EpilogSlurmctld, "
+                   "TaskProlog, TaskEpilog, SrunProlog, SrunEpilog, HealthCheckProgram, HealthCheckInterval, "
+                   "HealthCheckNodeState) and their values, got a list"),
+    # Settings that are the role's own, or no setting at all.
+    ({"Prolog": "/x"}, "slurm_site_scripts.Prolog is not a setting the role writes for a site; give PrologSlurmctld, "),
+    ({"PrologFlags": "Contain"}, "slurm_site_scripts.PrologFlags is not a setting"),
+    ({"SlurmctldHost": "evil"}, "slurm_site_scripts.SlurmctldHost is not a setting"),
+    ({"TaskProlog\nProlog": "/x"}, "slurm_site_scripts.'TaskProlog\\nProlog' is not a setting"),
+    ({"Task Prolog": "/x"}, "slurm_site_scripts.'Task Prolog' is not a setting"),
+    ({7: "/x"}, "slurm_site_scripts.7 is not a setting"),
+    ({None: "/x"}, "slurm_site_scripts.null is not a setting"),
+    ({"k" * 100000: "/x"}, "slurm_site_scripts.'kkkkkkkkkk"),
+    ({"TaskProlog": "/a", "taskprolog": "/b"}, "slurm_site_scripts.TaskProlog is given twice"),
+    # Paths: absolute, nothing Slurm's parser reads otherwise.
+    ({"TaskProlog": "task-prolog"}, "slurm_site_scripts.TaskProlog must be an absolute path (at most 4095 "
+                                    "characters) with no white space, quote, #, backslash or control character "
+                                    "(slurm.conf would read those otherwise), got 'task-prolog'"),
+    ({"TaskProlog": "/"}, "got '/'"),
+    ({"TaskProlog": ""}, "got ''"),
+    ({"TaskProlog": "/usr/local/sbin/task prolog"}, "slurm_site_scripts.TaskProlog must be an absolute path"),
+    ({"TaskEpilog": "/x\nNodeName=evil"}, "slurm_site_scripts.TaskEpilog must be an absolute path"),
+    ({"TaskEpilog": "/x\x00y"}, "slurm_site_scripts.TaskEpilog must be an absolute path"),
+    ({"SrunProlog": '/x"y'}, "slurm_site_scripts.SrunProlog must be an absolute path"),
+    ({"SrunProlog": "/x'y"}, "slurm_site_scripts.SrunProlog must be an absolute path"),
+    ({"SrunEpilog": "/x#y"}, "slurm_site_scripts.SrunEpilog must be an absolute path"),
+    ({"PrologSlurmctld": "/x\\"}, "slurm_site_scripts.PrologSlurmctld must be an absolute path"),
+    ({"EpilogSlurmctld": "/x\ty"}, "slurm_site_scripts.EpilogSlurmctld must be an absolute path"),
+    ({"EpilogSlurmctld": "/x\x1b[31m"}, "slurm_site_scripts.EpilogSlurmctld must be an absolute path"),
+    ({"EpilogSlurmctld": "/x\u2028y"}, "slurm_site_scripts.EpilogSlurmctld must be an absolute path"),
+    ({"TaskProlog": "/" + "x" * 4095}, "got '/xxxxxxxxx"),
+    ({"TaskProlog": "/" + "x" * 1000000}, "got '/xxxxxxxxx"),
+    ({"TaskProlog": ["/x"]}, "got a list"),
+    ({"TaskProlog": None}, "got null"),
+    ({"TaskProlog": {"path": "/x"}}, "got a dict"),
+    ({"TaskProlog": b"/x"}, "got a bytes"),
+    ({"TaskProlog": nested(5000)}, "got a list"),
+    ({"TaskProlog": "{{ lookup('pipe', 'id') }}"}, "slurm_site_scripts.TaskProlog must be an absolute path"),
+    # The interval: seconds Slurm keeps in 16 bits, never a bool.
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": True},
+     "slurm_site_scripts.HealthCheckInterval must be the seconds between two runs of HealthCheckProgram, a whole "
+     "number from 0 to 65535, got a bool"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": -1}, "from 0 to 65535, got -1"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 65536}, "from 0 to 65535, got 65536"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": huge()}, "from 0 to 65535, got an int"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 2 ** 64}, "from 0 to 65535, got an int"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 300.0}, "got a float"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": "5m"}, "got '5m'"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": "INFINITE"}, "got 'INFINITE'"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": "9" * 5000}, "got '999999"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": "300\n"}, "got '300\\n'"),
+    # The node states: Slurm's words only (it ignores others, so the program would run in any state).
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": "BUSY"},
+     "slurm_site_scripts.HealthCheckNodeState must be one or more of ALLOC, ANY, CYCLE, IDLE, MIXED, "
+     "NONDRAINED_IDLE joined by commas, got 'BUSY'"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": "IDLE,,CYCLE"}, "got 'IDLE,,"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": "IDLE, CYCLE"}, "got 'IDLE, "),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": ""}, "got ''"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": ["IDLE"]}, "got a list"),
+    ({"HealthCheckProgram": "/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": "IDLE," * 100000},
+     "got 'IDLE,IDLE,"),
+    # Slurm does nothing with one of them alone.
+    ({"HealthCheckProgram": "/usr/sbin/nhc"},
+     "slurm_site_scripts.HealthCheckProgram needs slurm_site_scripts.HealthCheckInterval (seconds, at least 1): "
+     "Slurm runs the program only with an interval"),
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": 0},
+     "slurm_site_scripts.HealthCheckInterval must be at least 1 with HealthCheckProgram"),
+    ({"HealthCheckInterval": 300},
+     "slurm_site_scripts.HealthCheckInterval needs slurm_site_scripts.HealthCheckProgram: Slurm does nothing with it "
+     "alone"),
+    ({"HealthCheckNodeState": "IDLE"}, "slurm_site_scripts.HealthCheckNodeState needs"),
+])
+def test_site_scripts_problems_name_the_key_and_what_is_allowed(value, problem):
+    checked = site_scripts(value)
+    assert any(problem in found for found in checked["problems"]), checked["problems"]
+    assert all(found.startswith("slurm_site_scripts") and len(found) < 600 for found in checked["problems"])
+
+
+def test_every_problem_is_said_at_once():
+    checked = site_scripts({"TaskProlog": "relative", "SrunEpilog": "/ok", "Bogus": 1, "HealthCheckInterval": 5})
+    assert checked["settings"] == {"SrunEpilog": "/ok", "HealthCheckInterval": "5"}
+    assert [problem.split(" ", 1)[0] for problem in checked["problems"]] == [
+        "slurm_site_scripts.TaskProlog", "slurm_site_scripts.Bogus", "slurm_site_scripts.HealthCheckInterval"]
+
+
+HAND_WRITTEN = ("ClusterName=gpu\nProlog=/etc/slurm/prolog.d/*\nEpilog=/etc/slurm/epilog.d/*\nPrologFlags=Alloc\n"
+                "taskprolog=/usr/local/sbin/task-prolog\nHealthCheckProgram=/usr/sbin/nhc HealthCheckInterval=300\n"
+                "HealthCheckNodeState=idle,cycle\n")
+SITE = {"TaskProlog": "/usr/local/sbin/task-prolog", "HealthCheckProgram": "/usr/sbin/nhc",
+        "HealthCheckInterval": "300", "HealthCheckNodeState": "IDLE,CYCLE"}
+
+
+def test_a_hand_written_slurm_conf_keeps_the_sites_settings_that_slurm_site_scripts_gives():
+    assert foreign_scripts(HAND_WRITTEN, {**ROLE_SCRIPTS, **SITE}) == []
+    # One the site's variable lacks, or gives otherwise, is named, in the file's order and Slurm's spelling.
+    less = {key: value for key, value in SITE.items() if key != "TaskProlog"}
+    assert foreign_scripts(HAND_WRITTEN, {**ROLE_SCRIPTS, **less}) == ["TaskProlog=/usr/local/sbin/task-prolog"]
+    assert foreign_scripts(HAND_WRITTEN, ROLE_SCRIPTS) == [
+        "TaskProlog=/usr/local/sbin/task-prolog", "HealthCheckProgram=/usr/sbin/nhc", "HealthCheckInterval=300",
+        "HealthCheckNodeState=idle,cycle"]
+    assert foreign_scripts(HAND_WRITTEN, {**ROLE_SCRIPTS, **SITE, "HealthCheckInterval": "60"}) == [
+        "HealthCheckInterval=300"]
+
+
+@pytest.mark.parametrize("line, found", [
+    ("PrologSlurmctld=/opt/ctld-prolog", "PrologSlurmctld=/opt/ctld-prolog"),
+    ("epilogslurmctld = /opt/ctld-epilog", "EpilogSlurmctld=/opt/ctld-epilog"),
+    ("TASKEPILOG=/opt/te", "TaskEpilog=/opt/te"),
+    ('SrunProlog="/opt/srun prolog"', "SrunProlog=/opt/srun prolog"),
+    ("ClusterName=gpu SrunEpilog=/opt/se", "SrunEpilog=/opt/se"),
+    ("HealthCheckNodeState=ANY", "HealthCheckNodeState=ANY"),
+    ("HealthCheckInterval=0", "HealthCheckInterval=0"),
+])
+def test_each_site_setting_of_a_hand_written_slurm_conf_is_looked_for(line, found):
+    assert foreign_scripts("ClusterName=gpu\n%s\n" % line, ROLE_SCRIPTS) == [found]
+
+
+def test_the_roles_own_file_is_rewritten_not_refused_for_the_sites_settings():
+    """A slurm.conf that carries the role's mark line was written from slurm_site_scripts: a changed or removed site
+    setting rewrites it. Its Prolog, Epilog, PrologFlags and Include are still looked at."""
+    marked = HAND_WRITTEN + _slurm_conf.SITE_MARK + "\n"
+    assert foreign_scripts(marked, ROLE_SCRIPTS) == []
+    assert foreign_scripts(marked, {**ROLE_SCRIPTS, **SITE, "TaskProlog": "/new"}) == []
+    assert foreign_scripts("  %s  \n%s" % (_slurm_conf.SITE_MARK, HAND_WRITTEN), ROLE_SCRIPTS) == []
+    marked += "Prolog=/site/prolog\nInclude /etc/slurm/site.conf\n"
+    assert foreign_scripts(marked, ROLE_SCRIPTS) == ["Prolog=/site/prolog", "Include /etc/slurm/site.conf"]
+
+
+@pytest.mark.parametrize("text", [
+    # The mark inside another line, cut, or in another case is no mark.
+    HAND_WRITTEN + "ClusterName=gpu " + _slurm_conf.SITE_MARK + "\n",
+    HAND_WRITTEN + _slurm_conf.SITE_MARK[:-1] + "\n",
+    HAND_WRITTEN + _slurm_conf.SITE_MARK.lower() + "\n",
+    HAND_WRITTEN + "#" + _slurm_conf.SITE_MARK + "\n",
+])
+def test_only_the_mark_on_a_line_of_its_own_is_the_roles(text):
+    assert "TaskProlog=/usr/local/sbin/task-prolog" in foreign_scripts(text, ROLE_SCRIPTS)
+
+
+def test_an_include_is_named_with_the_site_settings_too():
+    text = "Include /etc/slurm/health.conf\nTaskProlog=/opt/tp\n"
+    assert foreign_scripts(text, {**ROLE_SCRIPTS, "TaskProlog": "/opt/tp"}) == ["Include /etc/slurm/health.conf"]
+    assert foreign_scripts(text, ROLE_SCRIPTS) == ["Include /etc/slurm/health.conf", "TaskProlog=/opt/tp"]
+
+
+def test_what_site_scripts_gives_passes_the_check_of_a_file_that_holds_it():
+    """The settings site_scripts gives back compare equal with the file that Slurm would read the same way."""
+    settings = site_scripts({"taskprolog": "/usr/local/sbin/task-prolog", "HealthCheckProgram": "/usr/sbin/nhc",
+                             "HealthCheckInterval": 300, "HealthCheckNodeState": "Idle,Cycle"})["settings"]
+    assert settings == SITE
+    assert foreign_scripts(HAND_WRITTEN, {**ROLE_SCRIPTS, **settings}) == []

@@ -30,7 +30,7 @@ def values(**variables):
         "__slurm_controller": {"name": "ctl", "hostname": "ctl", "address": ""},
         "__slurm_cluster": {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu",
                             "partition_default": True, "cgroups": "auto", "accounting": True,
-                            "gather_frequency": 30},
+                            "gather_frequency": 30, "site_scripts": {}},
         "__slurm_me": {"hostname": "ctl", "dbd": {"address": "ctl", "port": 6819}},
         "__slurm_node_lines": [], "__slurm_node_names": ["dgx01"],
         "__slurm_confine": True, "__slurm_gres_lines": [], "__slurm_gres_types": ["gpu"],
@@ -68,7 +68,7 @@ def test_slurm_conf_stores_jobs_in_slurmdbd_with_their_gpus():
 
 def test_slurm_conf_gathers_through_linux_without_cgroups_and_names_a_slurmdbd_host_of_its_own():
     cluster = {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu", "partition_default": True,
-               "cgroups": "false", "accounting": True, "gather_frequency": 2}
+               "cgroups": "false", "accounting": True, "gather_frequency": 2, "site_scripts": {}}
     lines = settings(render("slurm.conf.j2", __slurm_confine=False, __slurm_cluster=cluster,
                             groups={"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"], "slurm_dbd": ["db1"]},
                             hostvars={"ctl": {"__slurm_me": {"cluster": cluster}},
@@ -81,7 +81,7 @@ def test_slurm_conf_gathers_through_linux_without_cgroups_and_names_a_slurmdbd_h
 
 def test_slurm_conf_without_accounting_has_no_accounting_lines():
     cluster = {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu", "partition_default": True,
-               "cgroups": "auto", "accounting": False, "gather_frequency": 30}
+               "cgroups": "auto", "accounting": False, "gather_frequency": 30, "site_scripts": {}}
     assert accounting(settings(render("slurm.conf.j2", __slurm_cluster=cluster))) == []
     # A controller published before accounting existed (no key) writes none either.
     del cluster["accounting"]

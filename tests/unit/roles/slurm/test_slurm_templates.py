@@ -34,7 +34,8 @@ def render(name, **variables):
         "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01", "pcie01"]},
         "__slurm_controller": {"name": "ctl", "hostname": "ctl", "address": ""},
         "__slurm_cluster": {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu",
-                            "partition_default": True, "cgroups": "auto", "job_map_dir": "/run/accelops-gpu/job-map"},
+                            "partition_default": True, "cgroups": "auto", "job_map_dir": "/run/accelops-gpu/job-map",
+                            "site_scripts": {}},
         "__slurm_node_lines": [H100, L40S], "__slurm_node_names": ["dgx01", "pcie01"],
         "__slurm_confine": True, "__slurm_gres_lines": [], "__slurm_gres_types": ["gpu"],
     })
@@ -68,7 +69,8 @@ def test_slurm_conf_in_a_container_and_for_the_check():
     lines = settings(render("slurm.conf.j2", __slurm_confine=False, __slurm_candidate=True,
                             __slurm_controller={"name": "ctl", "hostname": "ctl", "address": "127.0.0.1"},
                             __slurm_cluster={"name": "gpucluster", "slurmctld_port": 16817, "partition": "gpu",
-                                             "partition_default": False, "cgroups": "auto"}))
+                                             "partition_default": False, "cgroups": "auto",
+                                             "site_scripts": {}}))
     assert "ProctrackType=proctrack/linuxproc" in lines
     assert "TaskPlugin=task/affinity" in lines
     assert "DebugFlags=Gres" in lines
@@ -372,6 +374,174 @@ def test_mps_without_its_control_daemon_is_refused(runs, passes, key):
         assert result["msg"].startswith("slurm_mps is true, but dgx01 has no MPS control daemon "
                                         "(/usr/bin/nvidia-cuda-mps-control, ")
         assert result["msg"].endswith("Install it, or set slurm_mps to false for this host. Nothing was changed.")
+
+
+# --------------------------------------------------------------------------- The site's own script settings
+
+SITE = {"TaskProlog": "/usr/local/sbin/task-prolog", "HealthCheckProgram": "/usr/sbin/nhc",
+        "HealthCheckInterval": "300", "EpilogSlurmctld": "/usr/local/sbin/ctld-epilog",
+        "HealthCheckNodeState": "IDLE,CYCLE"}
+ROLE_SCRIPTS = {"Prolog": "/etc/slurm/prolog.d/*", "Epilog": "/etc/slurm/epilog.d/*", "PrologFlags": "Alloc"}
+
+
+def cluster(site):
+    return {"name": "gpucluster", "slurmctld_port": 6817, "partition": "gpu", "partition_default": True,
+            "cgroups": "auto", "job_map_dir": "/run/accelops-gpu/job-map", "site_scripts": site}
+
+
+def test_slurm_conf_writes_the_sites_scripts_sorted_after_the_roles():
+    text = render("slurm.conf.j2", __slurm_cluster=cluster(SITE))
+    lines = settings(text)
+    after = lines[lines.index("PrologFlags=Alloc") + 1:]
+    assert after[:5] == ["EpilogSlurmctld=/usr/local/sbin/ctld-epilog", "HealthCheckInterval=300",
+                         "HealthCheckNodeState=IDLE,CYCLE", "HealthCheckProgram=/usr/sbin/nhc",
+                         "TaskProlog=/usr/local/sbin/task-prolog"]
+    assert after[5].startswith("GresTypes=")
+    # The mark line, once, just before them: the role wrote this file.
+    raw = text.splitlines()
+    assert raw.count(_slurm_conf.SITE_MARK) == 1
+    assert raw[raw.index(_slurm_conf.SITE_MARK) - 1] == "PrologFlags=Alloc"
+
+
+def test_slurm_conf_has_no_site_setting_without_slurm_site_scripts():
+    text = render("slurm.conf.j2")
+    assert not [line for line in settings(text) if line.startswith(_slurm_conf.SITE_SCRIPT_KEYS)]
+    assert _slurm_conf.SITE_MARK in text.splitlines()
+    assert settings(text) == settings(render("slurm.conf.j2", __slurm_cluster=cluster({})))
+
+
+def test_the_roles_slurm_conf_passes_its_own_check_and_a_changed_site_rewrites_it():
+    """What the role wrote passes the preflight's check with the same settings, and with changed or removed ones (the
+    mark line says the role wrote them); the same file without its mark, as a site would copy it, is refused for a
+    setting slurm_site_scripts no longer gives."""
+    text = render("slurm.conf.j2", __slurm_cluster=cluster(SITE))
+    assert _slurm_conf.foreign_scripts(text, {**ROLE_SCRIPTS, **SITE}) == []
+    assert _slurm_conf.foreign_scripts(text, ROLE_SCRIPTS) == []
+    assert _slurm_conf.foreign_scripts(text, {**ROLE_SCRIPTS, **SITE, "TaskProlog": "/opt/other"}) == []
+    copied = "\n".join(line for line in text.splitlines() if line != _slurm_conf.SITE_MARK)
+    less = {key: value for key, value in SITE.items() if key != "TaskProlog"}
+    assert _slurm_conf.foreign_scripts(copied, {**ROLE_SCRIPTS, **SITE}) == []
+    assert _slurm_conf.foreign_scripts(copied, {**ROLE_SCRIPTS, **less}) == ["TaskProlog=/usr/local/sbin/task-prolog"]
+
+
+def test_the_templates_mark_is_the_one_the_check_knows():
+    assert _slurm_conf.SITE_MARK in (ROLE / "templates" / "slurm.conf.j2").read_text().splitlines()
+
+
+def test_every_host_writes_the_controllers_site_scripts():
+    """slurm.conf is the same file on every host: the controller and a node given other site settings of its own
+    render it the same, from the controller's published settings."""
+    controller = render("slurm.conf.j2", __slurm_cluster=cluster(SITE))
+    node = render("slurm.conf.j2", __slurm_cluster=cluster(SITE), inventory_hostname="dgx01",
+                  inventory_hostname_short="dgx01", slurm_site_scripts={"TaskProlog": "/node/own"})
+    assert controller == node
+    task = next(task for task in yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
+                if task["name"] == "Write the configuration")
+    assert task["vars"]["__slurm_cluster"] == "{{ __slurm_controller.cluster }}"
+    assert task["vars"]["__slurm_controller"] == "{{ hostvars[__slurm_controllers[0]].__slurm_me }}"
+
+
+SITE_CHECK = preflight_task("slurm", "Check the site's scripts")
+PUBLISH = preflight_task("slurm", "Publish this host's name, address and port")
+FOREIGN_CHECK = preflight_task("slurm", "Check that slurm.conf runs no script that the role's slurm.conf would drop")
+SITE_BATCH = Batch()
+SITE_TEMPLATES = [("that", "{{ %s }}" % SITE_CHECK["ansible.builtin.assert"]["that"]),
+                  ("msg", SITE_CHECK["ansible.builtin.assert"]["fail_msg"]),
+                  ("published", PUBLISH["ansible.builtin.set_fact"]["__slurm_me"]["cluster"]["site_scripts"])]
+SITE_CASES = [
+    ({}, True, {}),
+    ({"taskprolog": "/usr/local/sbin/task-prolog", "HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": 300,
+      "healthchecknodestate": "idle,cycle"}, True,
+     {"TaskProlog": "/usr/local/sbin/task-prolog", "HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": "300",
+      "HealthCheckNodeState": "IDLE,CYCLE"}),
+    # What would break slurm.conf, or take the role's settings: refused before anything is rendered.
+    ({"TaskProlog": "/x\nProlog=/tmp/evil"}, False, None),
+    ({"TaskProlog": "/x\x00"}, False, None),
+    ({"TaskProlog": "/x # y"}, False, None),
+    ({"TaskProlog": '/x"y'}, False, None),
+    ({"TaskProlog": "/x\\"}, False, None),
+    ({"TaskProlog": "relative"}, False, None),
+    ({"TaskProlog": "/" + "x" * 100000}, False, None),
+    ({"TaskProlog": "{{ lookup('pipe', 'id') }}"}, False, None),
+    ({"Prolog": "/tmp/evil"}, False, None),
+    ({"SlurmctldHost": "evil"}, False, None),
+    ({"HealthCheckProgram": "/usr/sbin/nhc"}, False, None),
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": True}, False, None),
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": 2 ** 64}, False, None),
+    ({"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": 60, "HealthCheckNodeState": "IDLE\nX=1"},
+     False, None),
+    (["TaskProlog"], False, None),
+    ({"TaskProlog": ["/x"]}, False, None),
+]
+
+
+@pytest.mark.parametrize("value, ok, published, key", [
+    (value, ok, published,
+     SITE_BATCH.add(role_files("slurm"), {"slurm_site_scripts": value}, SITE_TEMPLATES, SITE_CHECK["vars"]))
+    for value, ok, published in SITE_CASES
+])
+def test_the_sites_scripts_are_checked_before_anything_is_written(value, ok, published, key):
+    """The preflight's check, through Ansible's own templating and the collection's filter: one message naming each
+    problem, and what the host publishes for slurm.conf where it passes."""
+    result = SITE_BATCH[key]
+    assert result["that"] is ok
+    if ok:
+        assert result["published"] == published
+    else:
+        assert result["msg"].startswith("slurm_site_scripts") and result["msg"].endswith(". Nothing was changed.")
+        assert len(result["msg"]) < 2000 and "\n" not in result["msg"] and "\x00" not in result["msg"]
+        assert "Ansible" not in result["msg"]  # a list is a list, not Ansible's lazy type
+
+
+def test_the_sites_check_runs_before_anything_is_read_or_published():
+    names = [task["name"] for task in yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text())]
+    check = names.index("Check the site's scripts")
+    assert check < names.index("Publish this host's name, address and port")
+    assert check < names.index("Read Slurm's packages, munge key, configuration, daemons and the hardware slurmd sees")
+
+
+FOREIGN_BATCH = Batch()
+FOREIGN_TEMPLATES = [("that", "{{ %s }}" % FOREIGN_CHECK["ansible.builtin.assert"]["that"]),
+                     ("msg", FOREIGN_CHECK["ansible.builtin.assert"]["fail_msg"]),
+                     ("wanted", "{{ __slurm_wanted_scripts }}")]
+HAND_WRITTEN = ("ClusterName=gpu\nProlog=/etc/slurm/prolog.d/*\nEpilog=/etc/slurm/epilog.d/*\nPrologFlags=Alloc\n"
+                "TaskProlog=/usr/local/sbin/task-prolog\n")
+
+
+def foreign_case(conf, controller_site, own_site=None):
+    read = {"exists": True, "type": "file", "content": base64.b64encode(conf.encode()).decode()}
+    return FOREIGN_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": "dgx01", "inventory_hostname_short": "dgx01",
+        "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
+        "slurm_site_scripts": own_site or {},
+        "hostvars": {"ctl": {"__slurm_me": {"cluster": {"site_scripts": controller_site}}}},
+        "__slurm_state": {"files": {"/etc/slurm/slurm.conf": read}}}, FOREIGN_TEMPLATES, FOREIGN_CHECK["vars"])
+
+
+FOREIGN_CASES = [
+    # The controller's slurm_site_scripts gives the hand-written file's TaskProlog: kept, the file may be rewritten.
+    ("kept", foreign_case(HAND_WRITTEN, {"TaskProlog": "/usr/local/sbin/task-prolog"})),
+    # Not given, or given otherwise (this node's own value aside: the controller's holds): refused.
+    ("missing", foreign_case(HAND_WRITTEN, {})),
+    ("other", foreign_case(HAND_WRITTEN, {"TaskProlog": "/opt/other"}, {"TaskProlog": "/usr/local/sbin/task-prolog"})),
+    # The role's own file, with the mark: rewritten for a removed site setting.
+    ("marked", foreign_case(HAND_WRITTEN + _slurm_conf.SITE_MARK + "\n", {})),
+]
+
+
+@pytest.mark.parametrize("case, key", FOREIGN_CASES, ids=[case for case, _key in FOREIGN_CASES])
+def test_a_hand_written_site_script_is_kept_through_slurm_site_scripts_or_refused(case, key):
+    result = FOREIGN_BATCH[key]
+    assert result["that"] is (case in ("kept", "marked"))
+    if case == "kept":
+        assert result["wanted"] == {**ROLE_SCRIPTS, "TaskProlog": "/usr/local/sbin/task-prolog"}
+    if case in ("missing", "other"):
+        msg = result["msg"]
+        assert msg.startswith("/etc/slurm/slurm.conf on dgx01 has TaskProlog=/usr/local/sbin/task-prolog; ")
+        assert "into slurm_site_scripts" in msg and "TaskProlog" in msg.split("put each other setting", 1)[1]
+        assert msg.endswith("Nothing was changed.")
+        if case == "other":
+            assert "TaskProlog=/opt/other in its place" in msg
 
 
 # --------------------------------------------------------------------------- The job map's prolog and epilog
