@@ -37,7 +37,7 @@ def test_the_examples_run_as_pasted_and_write_the_feature_file(tmp_path):
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play), encoding="utf-8")
     env = ansible_env(LD_LIBRARY_PATH=str(FAKENVML.parent))
     runs = [subprocess.run(["ansible-playbook", "-i", "localhost,", "play.yml"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, check=False, timeout=300) for _ in range(2)]
+                           capture_output=True, text=True, check=False, timeout=300) for run in ("first", "second")]
     for run in runs:
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert '"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"' in runs[0].stdout

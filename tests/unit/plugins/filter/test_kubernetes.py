@@ -242,8 +242,8 @@ def test_a_gpu_in_mig_mode_without_mig_devices(node_facts):
 def test_single_with_two_profiles_is_invalid(node_facts):
     facts = node_facts("dgx-a100-mig", "gpu_count=2\n")  # GPU 0: 1g.10gb; GPU 1: 3g.40gb, 2g.20gb, 1g.10gb
     labels = gpu_feature_labels(facts, "single")
-    assert (labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.count"]) == ("NVIDIA-A100-SXM4-80GB-MIG-INVALID",
-                                                                                   "0")
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB-MIG-INVALID"
+    assert labels["nvidia.com/gpu.count"] == "0"
 
 
 def test_a_registered_result_is_read_as_its_facts(node_facts):
