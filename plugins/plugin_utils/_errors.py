@@ -21,3 +21,7 @@ class SlurmError(ValueError):
 
 class NodeFilesError(ValueError):
     """An entry of accelops.gpu.node_files that cannot be put in place; the message names the field."""
+
+
+class LabelError(ValueError):
+    """Facts from which no true node label can be made, or a label Kubernetes would refuse; the message says which."""

@@ -13,7 +13,7 @@ import pytest
 from simnode import COLLECTIONS, ROOT
 
 LARGE = ("_report_model", "_report_html", "_slurm_conf", "_slurm_nodes", "_slurm_allreduce", "_cuda_compat", "_health",
-         "_ib")
+         "_ib", "_gpu_labels")
 
 SHOW = """
 print(json.dumps(sorted(name.rsplit(".", 1)[-1] for name in sys.modules

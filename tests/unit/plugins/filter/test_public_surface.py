@@ -30,6 +30,8 @@ PUBLIC = {
     "nccl_env",
     # node_files' destinations, for node_probe's read
     "node_file_paths",
+    # Kubernetes: GPU Feature Discovery's labels and Node Feature Discovery's feature file (docs/kubernetes.md)
+    "gpu_feature_labels", "nfd_feature_file",
 }
 INTERNAL = {
     "_alternatives_set", "_apt_outdated", "_config_value_problems", "_dcgm_diag_problems", "_dkms_unbuilt",

@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes filters (GPU Feature Discovery's node labels from the GPU facts, Node Feature Discovery's feature file),
+each documented in its own <name>.yml."""
+
+from __future__ import annotations
+
+from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import LabelError
+from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
+
+# Each filter imports its plugin_utils module inside the function, not with the file: Ansible's Jinja plugin loader
+# imports every filter file of the collection in every worker process at the first lookup of any filter, and a task
+# that asks none of these filters should not pay for them (docs/performance.md).
+
+
+@filter_errors("gpu_feature_labels", LabelError)
+def gpu_feature_labels(facts, mig_strategy="none", *, machine=None, sharing_strategy="none", replicas=1,
+                       rename_by_default=False):
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _gpu_labels
+
+    return _gpu_labels.gpu_feature_labels(facts, mig_strategy, machine=machine, sharing_strategy=sharing_strategy,
+                                          replicas=replicas, rename_by_default=rename_by_default)
+
+
+@filter_errors("nfd_feature_file", LabelError)
+def nfd_feature_file(labels, expiry=None):
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _gpu_labels
+
+    return _gpu_labels.nfd_feature_file(labels, expiry)
+
+
+class FilterModule:
+    def filters(self):
+        return {"gpu_feature_labels": gpu_feature_labels, "nfd_feature_file": nfd_feature_file}
