@@ -196,7 +196,8 @@ class MigManager:
                               % (label, name, start, exc.message)) from None
 
     def devices(self, handle):
-        """The MIG devices of a GPU as schedulers and containers see them."""
+        """The MIG devices of a GPU as schedulers and containers see them; ``index`` is the slot NVML hands the
+        device out at (nvmlDeviceGetMigDeviceHandleByIndex), the ``j`` of nvidia-ctk's CDI name ``i:j``."""
         found = []
         for slot in range(self.nvml.call("nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
             try:
@@ -211,6 +212,7 @@ class MigManager:
             name = name.decode() if isinstance(name, bytes) else name
             uuid = self.nvml.query("nvmlDeviceGetUUID", mig)
             found.append({
+                "index": slot,
                 "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
                 "name": name,
                 "profile": (name or "").rsplit("MIG ", 1)[-1] or None,

@@ -132,7 +132,8 @@ gpus:
       elements: str
       returned: always
     mig_devices:
-      description: The MIG devices after the run (uuid, name, profile, gpu_instance_id, compute_instance_id); in
+      description: The MIG devices after the run (index, uuid, name, profile, gpu_instance_id, compute_instance_id;
+        index is the device's slot on its GPU, as in the CDI name C(<gpu>:<index>)); in
         check mode those that exist now; null when NVML could not list them after the change.
       type: list
       elements: dict
@@ -145,7 +146,8 @@ gpus:
       destroyed: []
       created: [3g.40gb@0, 2g.20gb@4, 1g.10gb@6]
       mig_devices:
-        - uuid: MIG-2960a99b-cfa9-44ae-9958-5271b5f50c61
+        - index: 0
+          uuid: MIG-2960a99b-cfa9-44ae-9958-5271b5f50c61
           profile: 3g.40gb
           gpu_instance_id: 1
           compute_instance_id: 0
