@@ -13,6 +13,7 @@ python "$root/tests/bench/site_rerun.py"
 python "$root/tests/bench/slurm_srun.py"
 python "$root/tests/bench/exporter.py"
 python "$root/tests/bench/exporter.py" --double
+python "$root/tests/bench/spark_discovery.py"
 # A cluster of its own (a controller and five GPU nodes), started and removed here: about ten minutes.
 python "$root/tests/bench/rolling_upgrade.py"
 # A fleet of its own (1, 4 and 16 simulated GPU nodes, site.yml first converge and re-run, then Ansible's settings
