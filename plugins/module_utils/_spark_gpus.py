@@ -194,4 +194,4 @@ def main(argv=None, lib=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
