@@ -166,6 +166,7 @@ PROGRAMS = sorted(path.stem for path in (ROOT / "node_programs").glob("*.py"))
 # What each program does once its code imports: a call that imports everything it needs and touches no GPU.
 PROGRAM_RUNS = {
     "accelops-gpu-exporter": (["--help"], 0, "--web.config.file"),
+    "accelops-gpu-spark-discovery": (["--help"], 0, "--min-addresses"),
     "apply-gpu-settings": (["/nonexistent/gpu-settings.json"], 1, "cannot read /nonexistent/gpu-settings.json"),
 }
 

@@ -69,13 +69,17 @@ def test_program():
     assert path.endswith("node_programs/apply-gpu-settings.py")
     assert names == ["_gpu_apply", "_gpu_config", "_gpu_mig", "_nvml"]
     assert _closure.program("accelops-gpu-exporter")[1] == ["_exporter"]
+    assert _closure.program("accelops-gpu-spark-discovery")[1] == ["_spark_gpus"]
+    assert _closure.closure(["_spark_gpus"]) == ["_gpu_facts", "_health", "_numbers", "_nvml", "_pci", "_spark_gpus",
+                                                 "_sysfs"]
 
 
 @pytest.mark.parametrize("name, message", [
     ("../plugins/modules/gpu_facts", "is not a program name"),
     ("Apply", "is not a program name"),
     (None, "is not a program name"),
-    ("no-such-program", r"not one of the collection's node programs \(accelops-gpu-exporter, apply-gpu-settings\)"),
+    ("no-such-program", r"not one of the collection's node programs \(accelops-gpu-exporter, "
+                        r"accelops-gpu-spark-discovery, apply-gpu-settings\)"),
 ])
 def test_program_refused(name, message):
     with pytest.raises(_closure.ClosureError, match=message):
