@@ -14,7 +14,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PATH := $(BIN):$(PATH)
 export MIRROR_PORT ?= 18080
 
-.PHONY: help venv lint sanity units browser check sim mirror molecule release compat docs test demo bench lock clean
+.PHONY: help venv lint sanity units browser pkgtools check sim mirror molecule release compat docs test demo bench lock clean
 
 help:
 	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker (a one-node Slurm cluster, its GPU exporter) and show what it found"
@@ -50,7 +50,7 @@ lint: venv $(LINKED)
 sanity: venv
 	tests/sanity.sh
 
-units: venv $(FAKENVML) browser $(PROMTOOL)
+units: venv $(FAKENVML) browser pkgtools $(PROMTOOL)
 	LD_LIBRARY_PATH=$(BUILD)/fakenvml python -m pytest
 
 # Prometheus' promtool and server from the distribution's package, unpacked under build/ (not installed: no server
@@ -68,6 +68,12 @@ $(PROMTOOL):
 browser:
 	command -v chromium >/dev/null && command -v pdftotext >/dev/null || { apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium poppler-utils fonts-dejavu-core; }
+
+# The package managers' own version order, which tests/unit/plugins/plugin_utils/test__pkgversion.py asks: dpkg is
+# the machine's, rpm comes from the distribution.
+pkgtools:
+	command -v dpkg >/dev/null && command -v rpm >/dev/null || { apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rpm; }
 
 # The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
 sim: venv $(FAKENVML) $(LINKED) $(PROMTOOL)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.compat.version import LooseVersion
 
 from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _pkgversion
 
 
 def _strings(value, name, what):
@@ -21,27 +21,25 @@ def _strings(value, name, what):
     return list(value)
 
 
-def newest_version(versions, suffix="", pattern=""):
-    """The newest of ``versions`` (compared as Ansible's ``version`` test does by default), among those that end
-    with ``suffix`` and match ``pattern``; an empty string when none does."""
+def newest_version(versions, suffix="", pattern="", scheme="deb"):
+    """The newest of ``versions`` in the package manager's order (``scheme``: dpkg's for ``deb``, RPM's for
+    ``rpm``), among those that end with ``suffix`` and match ``pattern``; an empty string when none does."""
     candidates = _strings(versions, "_newest_version", "the input")
     if not isinstance(suffix, str) or not isinstance(pattern, str):
         raise AnsibleFilterError("_newest_version: suffix and pattern must be strings")
+    if scheme not in _pkgversion.SCHEMES:
+        raise AnsibleFilterError("_newest_version: scheme must be one of %s, got %s"
+                                 % (", ".join(_pkgversion.SCHEMES), shown(scheme)))
     try:
         wanted = re.compile(pattern) if pattern else None
     except re.error as exc:
         raise AnsibleFilterError("_newest_version: pattern %s is not a regular expression: %s"
                                  % (shown(pattern), exc)) from None
     candidates = [v for v in candidates if v.endswith(suffix) and (wanted is None or wanted.search(v))]
-    newest = ""
-    for version in candidates:
-        try:
-            if not newest or LooseVersion(version) > LooseVersion(newest):
-                newest = version
-        except TypeError:  # LooseVersion cannot order a number against a word at the same place
-            raise AnsibleFilterError("_newest_version: %s and %s cannot be compared"
-                                     % (shown(version), shown(newest))) from None
-    return newest
+    try:
+        return max(candidates, key=_pkgversion.sort_key(scheme), default="")
+    except _pkgversion.VersionError as exc:
+        raise AnsibleFilterError("_newest_version: %s" % exc) from None
 
 
 def package_offers(lines, regex=None):

@@ -35,6 +35,15 @@ DNF = [
     (["2.21.5-1+cuda12.4"], {"suffix": "+cuda12.8"}, ""),
     ([], {}, ""),
     (["9.1.0.70-1", "9.8.0.87-1", "9.10.2.21-1"], {}, "9.10.2.21-1"),
+    # dpkg's order: a pre-release before its release, the epoch first
+    (["9.8.0.87-1", "9.8.0.87~rc1-1"], {}, "9.8.0.87-1"),
+    (["9.8.0.87~rc1-1", "9.8.0.87-1"], {}, "9.8.0.87-1"),
+    (["1:9.1.0.70-1", "9.10.2.21-1"], {}, "1:9.1.0.70-1"),
+    (["2.26.2-1+cuda12.8", "2.26.2-1+cuda12.8.1"], {"suffix": ""}, "2.26.2-1+cuda12.8.1"),
+    # RPM's: a caret after the end, a release after none
+    (["9.8.0.87-1", "9.8.0.87^1-1"], {"scheme": "rpm"}, "9.8.0.87^1-1"),
+    (["9.8.0.87~rc1-1", "9.8.0.87-1"], {"scheme": "rpm"}, "9.8.0.87-1"),
+    (["2.26.2", "2.26.2-1.el9"], {"scheme": "rpm"}, "2.26.2-1.el9"),
 ])
 def test_newest_version(versions, kwargs, expected):
     assert newest_version(versions, **kwargs) == expected
@@ -68,6 +77,8 @@ def test_package_offers_from_node_probe():
     (lambda: newest_version([12.4]), "_newest_version: the input must be a list of strings, got list"),
     (lambda: newest_version(["1"], pattern="("), "_newest_version: pattern '\\(' is not a regular expression"),
     (lambda: newest_version(["1"], suffix=None), "_newest_version: suffix and pattern must be strings"),
+    (lambda: newest_version(["1"], scheme="apk"), "_newest_version: scheme must be one of deb, rpm, got 'apk'"),
+    (lambda: newest_version(["1.0", "a.0"]), "_newest_version: 'a.0' is not a Debian version"),
     (lambda: package_offers(None, "(a)(b)"), "_package_offers: the input must be a list of strings, got NoneType"),
     (lambda: package_offers(["x"], "("), "_package_offers: '\\(' is not a regular expression"),
     (lambda: package_offers(["x"], "(a)"), "_package_offers: the regular expression needs two groups"),
