@@ -21,7 +21,8 @@ _LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # dpkg's parseversion refuses an epoch that is not a number and a version without a digit at its start; what it
 # accepts in the upstream part and the revision (it only warns about other characters, which never occur in a
 # repository's Packages file).
-_DEB = re.compile(r"\A(?:(?P<epoch>[0-9]+):)?(?P<upstream>[0-9][A-Za-z0-9.+~:-]*?)(?:-(?P<revision>[A-Za-z0-9.+~]+))?\Z")
+_DEB = re.compile(r"\A(?:(?P<epoch>[0-9]+):)?(?P<upstream>[0-9][A-Za-z0-9.+~:-]*?)"
+                  r"(?:-(?P<revision>[A-Za-z0-9.+~]+))?\Z")
 
 
 class VersionError(ValueError):

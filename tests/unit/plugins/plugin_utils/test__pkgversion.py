@@ -107,10 +107,12 @@ def test_dpkg_warns_about_what_is_refused_here():
     refused = [v for v in CORPUS if not deb_valid(v)]
     assert refused
     for version in refused:
-        said = subprocess.run([dpkg, "--compare-versions", version, "eq", "1"], capture_output=True, text=True)
+        said = subprocess.run([dpkg, "--compare-versions", version, "eq", "1"], check=False, capture_output=True,
+                              text=True)
         assert "bad syntax" in said.stderr, version
     for version in ("1.0", "1:2.3-4", "0~20171227-0.3+deb12u1"):
-        said = subprocess.run([dpkg, "--compare-versions", version, "eq", "1"], capture_output=True, text=True)
+        said = subprocess.run([dpkg, "--compare-versions", version, "eq", "1"], check=False, capture_output=True,
+                              text=True)
         assert "bad syntax" not in said.stderr
 
 
