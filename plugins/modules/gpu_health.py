@@ -20,14 +20,17 @@ description:
     slowdown threshold), C(clocks_slowdown) (hardware or thermal slowdown among the clock event reasons),
     C(nvlink_down) (a link down on a node with an NVLink fabric), C(pcie_width_degraded), C(pcie_gen_degraded)
     (a busy GPU below its maximum PCIe generation; idle GPUs lower it on purpose) and C(persistence_off).
-  - C(warning) findings about the node's CDI specs (O(cdi_specs)), where one exists, compared with NVML as
+  - >-
+    C(warning) findings about the node's CDI specs (O(cdi_specs)), where one exists, compared with NVML as
     M(accelops.gpu.gpu_cdi) with O(accelops.gpu.gpu_cdi#module:state=check) compares them, with the names the spec
-    uses: C(cdi_device_missing), C(cdi_device_extra), C(cdi_device_differs) (a GPU or MIG device the spec gives
-    other device nodes than NVML shows, as after a MIG change), C(cdi_device_node_missing), C(cdi_mount_missing),
-    C(cdi_driver_version) (the spec is for another driver than the loaded one), C(cdi_spec_invalid), and
-    C(cdi_unjudged) when the spec cannot be compared (no PyYAML for the module's Python, NVML failing part-way). They
-    are warnings: the GPUs work, but a container that asks for a GPU through the spec gets the wrong devices or none.
-    Rewrite the spec with M(accelops.gpu.gpu_cdi).
+    uses. The codes are C(cdi_device_missing), C(cdi_device_extra), C(cdi_device_differs) (a GPU or MIG device that
+    the spec gives other device nodes than NVML shows, as after a MIG change), C(cdi_device_node_missing),
+    C(cdi_mount_missing), C(cdi_driver_version) (the spec is for another driver than the loaded one),
+    C(cdi_spec_invalid), and C(cdi_unjudged) when the spec cannot be compared (no PyYAML for the module's Python,
+    NVML failing part-way).
+  - >-
+    They are warnings because the GPUs work, but a container that asks for a GPU through the spec gets the wrong
+    devices or none. Rewrite the spec with M(accelops.gpu.gpu_cdi).
   - The verdict is the worst severity found; O(fail_on) decides whether the task fails.
   - Without nvidia-ml-py on the host the task fails with what to install (in check mode it warns instead).
 options:
