@@ -15,7 +15,11 @@ import json
 import re
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import KubernetesError
-from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_nodes import HEALTH_SEVERITIES, _health_reason
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_nodes import (
+    HEALTH_SEVERITIES,
+    _health_reason,
+    check_verdicts,
+)
 
 ANNOTATION = "accelops.gpu/health"
 # RFC 1123 subdomain: what Kubernetes allows as a node name.
@@ -51,20 +55,11 @@ def health_actions(listing, verdicts, cordon_on="critical"):
     not know: said, not acted on)."""
     if cordon_on not in HEALTH_SEVERITIES[1:]:
         raise KubernetesError("cordon_on must be warning or critical, got %r" % (cordon_on,))
-    if not isinstance(verdicts, list) or not all(
-            isinstance(v, dict) and isinstance(v.get("name"), str) and "verdict" in v
-            and isinstance(v.get("findings") or [], list) and all(isinstance(f, dict) for f in v.get("findings") or [])
-            for v in verdicts):
-        raise KubernetesError("verdicts must be a list of {name, verdict, findings} (gpu_health's results), got %r"
-                              % (verdicts,))
-    names = [v["name"] for v in verdicts]
-    bad = sorted({name for name in names if not NODE_NAME.match(name)})
+    check_verdicts(verdicts, KubernetesError)
+    bad = sorted({v["name"] for v in verdicts if not NODE_NAME.match(v["name"])})
     if bad:
         raise KubernetesError("verdicts: %s is not a Kubernetes node name (lower-case letters, digits, - and .)"
                               % ", ".join(repr(name) for name in bad))
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise KubernetesError("verdicts: each node once, but %s come more than once" % ", ".join(twice))
     nodes = parse_nodes(listing)
     actions = []
     for entry in verdicts:
