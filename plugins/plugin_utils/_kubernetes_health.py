@@ -107,8 +107,8 @@ def kubectl_steps(actions, kubectl="kubectl", kubeconfig=""):
         argvs = {"cordon": [mark, ["cordon", node]], "annotate": [mark], "uncordon": [["uncordon", node], unmark],
                  "unmark": [unmark], "missing": [None]}
         if what not in argvs:
-            raise KubernetesError("actions: the action for %s must be one of %s, got %r" % (node, ", ".join(argvs),
-                                                                                             what))
+            raise KubernetesError("actions: the action for %s must be one of %s, got %r"
+                                  % (node, ", ".join(argvs), what))
         steps.extend({"node": node, "action": what, "reason": reason, "argv": None if argv is None else base + argv}
                      for argv in argvs[what])
     return steps
