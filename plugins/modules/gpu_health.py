@@ -41,6 +41,7 @@ options:
     default: /sys
 extends_documentation_fragment:
   - accelops.gpu.attributes
+  - accelops.gpu.attributes.sysfs_group
   - accelops.gpu.attributes.nvml
 attributes:
   check_mode:
