@@ -21,6 +21,13 @@ if tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench
   exit 1
 fi
 
+# The files people look for: SECURITY.md goes with the collection, CONTRIBUTING.md (the repository's) does not.
+tar -tzf "$tarball" | grep -qx 'SECURITY.md' || { echo "release-check: the tarball lacks SECURITY.md" >&2; exit 1; }
+if tar -tzf "$tarball" | grep -qx 'CONTRIBUTING.md'; then
+  echo "release-check: CONTRIBUTING.md is in the tarball; galaxy.yml's build_ignore should leave it out" >&2
+  exit 1
+fi
+
 root=$(cd "$(dirname "$0")/.." && pwd)
 # The release tools (galaxy-importer, ansible-builder) run from a virtual environment of their own under build/, kept
 # while their pinned requirements stay the same.
