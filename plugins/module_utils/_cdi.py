@@ -13,7 +13,8 @@ import os
 import re
 import stat
 
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import ConfigError
+from ansible_collections.accelops.gpu.plugins.module_utils import _files
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_apply import FAULTS, ConfigError, describe_fault
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_config import inventory
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import text
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_mig import MigManager
@@ -796,8 +797,93 @@ def stale(findings):
     return any(f["code"] != "gpu_lost" for f in findings)
 
 
+def options_of(spec):
+    """The options a valid ``spec`` was written with, as far as the comparison needs them: its name strategies (from
+    the names it holds) and whether it has the ``all`` device."""
+    names = [device["name"] for device in spec["devices"]]
+    strategies = [strategy for strategy, pattern in (
+        ("index", r"\A[0-9]+(?::[0-9]+)?\Z"), ("uuid", r"\A(?:GPU|MIG)-"), ("type-index", r"\A(?:gpu|mig)[0-9]"))
+        if any(re.match(pattern, name) for name in names)]
+    return {"strategies": strategies or ["index", "uuid"], "hooks": list(DEFAULT_HOOKS),
+            "hook_path": DEFAULT_HOOK_PATH, "all_device": "all" in names}
+
+
+def health_findings(paths, session, host):
+    """gpu_health's findings about the CDI specs at ``paths`` that exist (none for a path with nothing there), each
+    compared with what NVML shows (in ``session``) as :func:`compare` does, with the spec's own name strategies. All
+    are warnings: the GPUs work, but a container that asks for a GPU through a stale spec gets the wrong devices or
+    none. A spec that cannot be read or judged is a warning too, never a spec found true."""
+    found, node = [], None
+    for path in paths:
+        try:
+            state = current_spec(path)
+        except CdiError as exc:
+            found.append(finding(None, "cdi_spec_invalid", "warning", str(exc)))
+            continue
+        if state is None:
+            continue
+        try:
+            spec, problems = read_spec(state, path)
+        except LookupError:
+            found.append(finding(None, "cdi_unjudged", "warning", "%s cannot be judged: PyYAML, which reads it, is "
+                                 "not installed for the Python that runs the module" % path))
+            continue
+        if problems:
+            found.append(invalid_finding(path, problems, "warning"))
+            continue
+        try:
+            if node is None:
+                node = read_gpus(session)
+            expected, owners = build_spec(node, host, options_of(spec), strict=False)
+        except CdiError as exc:
+            found.append(finding(None, "cdi_unjudged", "warning", "%s cannot be compared with the node: %s" % (
+                path, str(exc).replace("; nothing was written", ""))))
+            continue
+        except FAULTS as exc:
+            found.append(finding(None, "cdi_unjudged", "warning", "%s cannot be compared with the node: %s" % (
+                path, describe_fault("NVML", "reading the GPUs", exc))))
+            continue
+        found.extend(dict(item, severity="warning", message="%s: %s" % (path, item["message"]))
+                     for item in compare(spec, expected, owners, node) if item["code"] != "gpu_lost")
+    return found
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # The file
+
+
+def current_spec(path):
+    """What is at path (_files.current's state), refusing anything but a regular file or nothing."""
+    directory = os.path.dirname(path)
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise CdiError("path: %s is not a directory; nothing was written" % directory)
+    try:
+        state = _files.current(path)
+    except _files.FilesError as exc:
+        raise CdiError("path: %s; nothing was written" % exc) from None
+    if state is not None and state["kind"] != "file":
+        what = {"link": "a symbolic link", "directory": "a directory"}.get(state["kind"], "a fifo, socket or device")
+        raise CdiError("path: %s is %s, not a regular file; it is left alone" % (path, what))
+    return state
+
+
+def read_spec(state, path):
+    """(spec, problems) of the file whose state :func:`current_spec` gave: the parsed spec and what makes a runtime
+    refuse it (empty when valid), or None and why it cannot be parsed; raises LookupError("PyYAML") when a YAML spec
+    cannot be read for want of PyYAML."""
+    if state["data"] is None or len(state["data"]) > READ_LIMIT:
+        return None, ["it is larger than %d bytes" % READ_LIMIT]
+    try:
+        spec = parse(state["data"], path)
+    except ValueError as exc:
+        return None, [str(exc)]
+    return spec, validate(spec)
+
+
+def invalid_finding(path, problems, severity):
+    more = "; and %d more" % (len(problems) - 5) if len(problems) > 5 else ""
+    return finding(None, "cdi_spec_invalid", severity, "%s is not a CDI spec a runtime accepts: %s%s" % (
+        path, "; ".join(problems[:5]), more))
 
 
 def check_path(path):

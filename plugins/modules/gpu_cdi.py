@@ -237,40 +237,15 @@ def check_params(params):
     return problem
 
 
-def current_spec(path):
-    """What is at path (_files.current's state), refusing anything but a regular file or nothing."""
-    directory = os.path.dirname(path)
-    if os.path.lexists(directory) and not os.path.isdir(directory):
-        raise _cdi.CdiError("path: %s is not a directory; nothing was written" % directory)
-    try:
-        state = _files.current(path)
-    except _files.FilesError as exc:
-        raise _cdi.CdiError("path: %s; nothing was written" % exc) from None
-    if state is not None and state["kind"] != "file":
-        what = {"link": "a symbolic link", "directory": "a directory"}.get(state["kind"], "a fifo, socket or device")
-        raise _cdi.CdiError("path: %s is %s, not a regular file; it is left alone" % (path, what))
-    return state
-
-
 def judge(state, path, expected, owners, node):
     """The findings about the spec that is at path now; raises LookupError("PyYAML") when it cannot be read."""
     if state is None:
         if not expected["devices"]:
             return []  # a node without GPU or MIG device needs no spec
         return [finding(None, "cdi_spec_missing", "critical", "%s does not exist" % path)]
-    spec = None
-    if state["data"] is None or len(state["data"]) > _cdi.READ_LIMIT:
-        problems = ["it is larger than %d bytes" % _cdi.READ_LIMIT]
-    else:
-        try:
-            spec = _cdi.parse(state["data"], path)
-            problems = _cdi.validate(spec)
-        except ValueError as exc:
-            problems = [str(exc)]
+    spec, problems = _cdi.read_spec(state, path)
     if problems:
-        more = "; and %d more" % (len(problems) - 5) if len(problems) > 5 else ""
-        return [finding(None, "cdi_spec_invalid", "critical", "%s is not a CDI spec a runtime accepts: %s%s" % (
-            path, "; ".join(problems[:5]), more))]
+        return [_cdi.invalid_finding(path, problems, "critical")]
     return _cdi.compare(spec, expected, owners, node)
 
 
@@ -318,7 +293,7 @@ def main():
                "hook_path": params["hook_path"], "all_device": params["all_device"]}
     host = _cdi.Host(params["driver_root"], params["dev_root"], params["sysfs_root"], params["proc_root"])
     try:
-        state = current_spec(path)
+        state = _cdi.current_spec(path)
     except _cdi.CdiError as exc:
         module.fail_json(msg=str(exc), path=path)
 

@@ -20,6 +20,17 @@ description:
     slowdown threshold), C(clocks_slowdown) (hardware or thermal slowdown among the clock event reasons),
     C(nvlink_down) (a link down on a node with an NVLink fabric), C(pcie_width_degraded), C(pcie_gen_degraded)
     (a busy GPU below its maximum PCIe generation; idle GPUs lower it on purpose) and C(persistence_off).
+  - >-
+    C(warning) findings about the node's CDI specs (O(cdi_specs)), where one exists, compared with NVML as
+    M(accelops.gpu.gpu_cdi) with O(accelops.gpu.gpu_cdi#module:state=check) compares them, with the names the spec
+    uses. The codes are C(cdi_device_missing), C(cdi_device_extra), C(cdi_device_differs) (a GPU or MIG device that
+    the spec gives other device nodes than NVML shows, as after a MIG change), C(cdi_device_node_missing),
+    C(cdi_mount_missing), C(cdi_driver_version) (the spec is for another driver than the loaded one),
+    C(cdi_spec_invalid), and C(cdi_unjudged) when the spec cannot be compared (no PyYAML for the module's Python,
+    NVML failing part-way).
+  - >-
+    They are warnings because the GPUs work, but a container that asks for a GPU through the spec gets the wrong
+    devices or none. Rewrite the spec with M(accelops.gpu.gpu_cdi).
   - The verdict is the worst severity found; O(fail_on) decides whether the task fails.
   - Without nvidia-ml-py on the host the task fails with what to install (in check mode it warns instead).
 options:
@@ -39,6 +50,22 @@ options:
     description: Where sysfs is mounted, for the PCI scan that tells a missing driver from a node without GPUs.
     type: path
     default: /sys
+  cdi_specs:
+    description:
+      - The CDI spec files to judge where they exist (a path with nothing there is no finding); an empty list judges
+        none.
+      - The defaults are where nvidia-ctk and M(accelops.gpu.gpu_cdi) write them.
+    type: list
+    elements: path
+    default: [/etc/cdi/nvidia.yaml, /var/run/cdi/nvidia.yaml]
+  driver_root:
+    description: Where the driver's files and device nodes are, as for M(accelops.gpu.gpu_cdi), to judge a spec.
+    type: path
+    default: /
+  proc_root:
+    description: Where procfs is mounted (the driver's MIG capability minors), to judge a spec.
+    type: path
+    default: /proc
 extends_documentation_fragment:
   - accelops.gpu.attributes
   - accelops.gpu.attributes.sysfs_group
@@ -52,6 +79,7 @@ attributes:
     support: full
 seealso:
   - module: accelops.gpu.gpu_facts
+  - module: accelops.gpu.gpu_cdi
 author:
   - accelops.gpu maintainers (@accelops)
 """
@@ -121,9 +149,11 @@ driver_loaded:
   sample: true
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _health, _nvml
+from ansible_collections.accelops.gpu.plugins.module_utils import _cdi, _health, _nvml
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import (
     GpuFactsCollector,
     resolve_subsets,
@@ -138,6 +168,9 @@ def main():
             fail_on=dict(type="str", choices=["critical", "warning", "never"], default="critical"),
             expected_gpu_count=dict(type="raw"),
             sysfs_root=dict(type="path", default="/sys"),
+            cdi_specs=dict(type="list", elements="path", default=["/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.yaml"]),
+            driver_root=dict(type="path", default="/"),
+            proc_root=dict(type="path", default="/proc"),
         ),
         supports_check_mode=True,
     )
@@ -147,8 +180,14 @@ def main():
         module.fail_json(msg="expected_gpu_count must be a whole number, 0 or more (ASCII digits), got %s"
                          % shown(given))
     problem = check_sysfs_root(module.params["sysfs_root"])
+    for path in module.params["cdi_specs"]:
+        if problem is None and _cdi.check_path(path):
+            problem = "cdi_specs: " + _cdi.check_path(path)[len("path: "):]
+    for name in ("driver_root", "proc_root"):
+        problem = problem or _cdi.check_root(name, module.params[name])
     if problem:
         module.fail_json(msg=problem)
+    specs = [os.path.normpath(path) for path in module.params["cdi_specs"]]
 
     if not _nvml.HAS_PYNVML:
         if not module.check_mode:
@@ -156,9 +195,15 @@ def main():
         # In check mode an earlier role of the same run may be what installs nvidia-ml-py.
         module.warn("check mode: %s; GPU health cannot be judged" % _nvml.MISSING_LIB_HINT)
         module.exit_json(changed=False, verdict="unknown", findings=[], gpu_count=0, driver_loaded=False)
+    host = _cdi.Host(module.params["driver_root"], None, module.params["sysfs_root"], module.params["proc_root"])
     with _nvml.NvmlSession() as session:
         facts = GpuFactsCollector(session, resolve_subsets(["health"]), module.params["sysfs_root"]).collect()
+        # The specs only where NVML answers: without it the findings above already say why nothing can be judged.
+        cdi = _cdi.health_findings(specs, session, host) if facts["driver_loaded"] else []
     result = _health.assess_node(facts, expected)
+    if cdi:
+        result = dict(findings=result["findings"] + cdi,
+                      status=result["status"] if _health.at_least(result["status"], "warning") else "warning")
     report = dict(changed=False, verdict=result["status"], findings=result["findings"],
                   gpu_count=facts["gpu_count"], driver_loaded=facts["driver_loaded"])
     if _health.at_least(result["status"], module.params["fail_on"]):

@@ -25,3 +25,7 @@ class NodeFilesError(ValueError):
 
 class LabelError(ValueError):
     """Facts from which no true node label can be made, or a label Kubernetes would refuse; the message says which."""
+
+
+class KubernetesError(ValueError):
+    """Input from which no decision about a Kubernetes node can be made; the message names the field."""

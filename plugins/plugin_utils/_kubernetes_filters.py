@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes filters (GPU Feature Discovery's node labels from the GPU facts, Node Feature Discovery's feature file),
-each documented in its own <name>.yml."""
+"""Kubernetes filters (GPU Feature Discovery's node labels from the GPU facts, Node Feature Discovery's feature file;
+internal: the health check's cordons), each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
-from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import LabelError
+from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import KubernetesError, LabelError
 from ansible_collections.accelops.gpu.plugins.plugin_utils._filters import filter_errors
 
 # Each filter imports its plugin_utils module inside the function, not with the file: Ansible's Jinja plugin loader
@@ -30,6 +30,21 @@ def nfd_feature_file(labels, expiry=None):
     return _gpu_labels.nfd_feature_file(labels, expiry)
 
 
+@filter_errors("_kubernetes_health_actions", KubernetesError)
+def _kubernetes_health_actions(listing, verdicts, cordon_on="critical"):
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _kubernetes_health
+
+    return _kubernetes_health.health_actions(listing, verdicts, cordon_on)
+
+
+@filter_errors("_kubectl_steps", KubernetesError)
+def _kubectl_steps(actions, kubectl="kubectl", kubeconfig=""):
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _kubernetes_health
+
+    return _kubernetes_health.kubectl_steps(actions, kubectl, kubeconfig)
+
+
 class FilterModule:
     def filters(self):
-        return {"gpu_feature_labels": gpu_feature_labels, "nfd_feature_file": nfd_feature_file}
+        return {"gpu_feature_labels": gpu_feature_labels, "nfd_feature_file": nfd_feature_file,
+                "_kubernetes_health_actions": _kubernetes_health_actions, "_kubectl_steps": _kubectl_steps}

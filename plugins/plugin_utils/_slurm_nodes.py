@@ -161,6 +161,21 @@ def _health_reason(prefix, findings, drain_on):
     return reason if len(reason) <= HEALTH_REASON_MAX else reason[:HEALTH_REASON_MAX - 3] + "..."
 
 
+def check_verdicts(verdicts, error):
+    """Raise ``error`` unless verdicts is a list of {name, verdict, findings} (gpu_health's results), each node once:
+    one node judged twice (two hosts with one node name) could be taken out and given back in one run."""
+    if not isinstance(verdicts, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("name"), str) and "verdict" in v
+            and isinstance(v.get("findings") or [], list) and all(isinstance(f, dict) for f in v.get("findings") or [])
+            for v in verdicts):
+        raise error("verdicts must be a list of {name, verdict, findings} (gpu_health's results, findings a "
+                    "list of {severity, message}), got %r" % (verdicts,))
+    names = [v["name"] for v in verdicts]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise error("verdicts: each node once, but %s come more than once" % ", ".join(twice))
+
+
 def _check_prefix(prefix):
     if not isinstance(prefix, str) or not re.match(r"\A[A-Za-z0-9_.:-]{1,32}\Z", prefix):
         raise SlurmError("prefix must be 1 to 32 letters, digits or _ . : -, got %r" % (prefix,))
@@ -196,17 +211,7 @@ def health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:")
         lines = lines.splitlines()
     if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
         raise SlurmError("lines must be what scontrol show node --oneliner printed, got %r" % (lines,))
-    if not isinstance(verdicts, list) or not all(
-            isinstance(v, dict) and isinstance(v.get("name"), str) and "verdict" in v
-            and isinstance(v.get("findings") or [], list) and all(isinstance(f, dict) for f in v.get("findings") or [])
-            for v in verdicts):
-        raise SlurmError("verdicts must be a list of {name, verdict, findings} (gpu_health's results, findings a "
-                         "list of {severity, message}), got %r" % (verdicts,))
-    names = [v["name"] for v in verdicts]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        # One node judged twice (two hosts with one slurm_node_name) could be drained and resumed in one run.
-        raise SlurmError("verdicts: each node once, but %s come more than once" % ", ".join(twice))
+    check_verdicts(verdicts, SlurmError)
     nodes = parse_scontrol_nodes(lines)
     actions = []
     for entry in verdicts:

@@ -46,6 +46,18 @@ PLAYBOOK = """
       environment:
         FAKE_NVML_FIXTURE: "{{ fixtures }}/{{ fixture }}.conf"
 
+    # What site.yml's health gate registers (gpu_health's result, tests/unit/plugins/modules/test_gpu_health.py) on a
+    # node whose CDI spec is for the driver before an upgrade; the report shows its CDI finding, not the others.
+    - name: The health gate's judgement
+      ansible.builtin.set_fact:
+        __site_gpu_health:
+          verdict: warning
+          findings:
+            - {gpu: 3, code: persistence_off, severity: warning, message: "not a CDI finding"}
+            - {gpu: null, code: cdi_driver_version, severity: warning,
+               message: "/etc/cdi/nvidia.yaml: the spec is for driver 550.54.14; the loaded driver is 550.54.15"}
+      when: inventory_hostname == 'gpu-a01'
+
 - name: The report
   ansible.builtin.import_playbook: accelops.gpu.report
 """
@@ -119,6 +131,9 @@ def test_the_json_has_the_critical_gpu_the_drift_and_the_lost_node(report):
     assert drivers and drivers[0]["majority"] == "550.54.15"
     assert [(odd["value"], odd["nodes"]) for odd in drivers[0]["odd"]] == [(ODD_DRIVER, ["gpu-a02"])]
     assert [node["name"] for node in model["unreachable"]] == ["gpu-c03"]
+    # The health gate's CDI finding is the healthy node's only finding; the gate's other findings are gpu_facts' own.
+    a01 = [(f["code"], f["severity"]) for f in model["findings"] if f["node"] == "gpu-a01"]
+    assert a01 == [("cdi_driver_version", "warning")]
 
 
 def test_chromium_renders_the_nodes_the_critical_finding_and_the_drift(report):

@@ -180,7 +180,9 @@ def test_every_fixture_has_its_expected_labels():
 
 
 def test_filters_are_registered():
-    assert FilterModule().filters() == {"gpu_feature_labels": gpu_feature_labels, "nfd_feature_file": nfd_feature_file}
+    filters = FilterModule().filters()
+    assert set(filters) == {"gpu_feature_labels", "nfd_feature_file", "_kubernetes_health_actions", "_kubectl_steps"}
+    assert (filters["gpu_feature_labels"], filters["nfd_feature_file"]) == (gpu_feature_labels, nfd_feature_file)
 
 
 @pytest.mark.parametrize("name, strategy", [(name, strategy) for name, cases in EXPECTED.items() for strategy in cases])

@@ -38,6 +38,7 @@ INTERNAL = {
     "_newest_version", "_package_offers", "_pip_unmet", "_running_units", "_signing_key_problems",
     "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_gres_mismatch",
     "_slurm_health_actions", "_slurm_maintenance", "_slurm_node_problems", "_slurm_site_scripts",
+    "_kubernetes_health_actions", "_kubectl_steps",
 }
 # Where the collection calls its own filters.
 CALLERS = ("roles", "playbooks")

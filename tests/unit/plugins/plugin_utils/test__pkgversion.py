@@ -62,8 +62,9 @@ def test_the_corpus_is_large_and_has_the_hard_cases():
     ("550.127.08-1", "550.54.15-1", 1),
 ])
 def test_deb_order_by_example(one, two, expected):
-    assert deb_compare(one, two) == expected
-    assert deb_compare(two, one) == -expected
+    left, right = one, two
+    assert deb_compare(left, right) == expected
+    assert deb_compare(right, left) == -expected
 
 
 @pytest.mark.parametrize("one, two, expected", [
@@ -77,8 +78,9 @@ def test_deb_order_by_example(one, two, expected):
     ("01.0", "1.0", 0),
 ])
 def test_rpm_order_by_example(one, two, expected):
-    assert rpm_compare(one, two) == expected
-    assert rpm_compare(two, one) == -expected
+    left, right = one, two
+    assert rpm_compare(left, right) == expected
+    assert rpm_compare(right, left) == -expected
 
 
 def test_dpkg_agrees_on_the_corpus():
@@ -88,7 +90,7 @@ def test_dpkg_agrees_on_the_corpus():
     assert len(valid) > 400
     pairs = list(zip(valid, valid[1:]))
     draw = random.Random(20261206)
-    pairs += [tuple(draw.sample(valid, 2)) for _ in range(400)]
+    pairs += [tuple(draw.sample(valid, 2)) for _draw in range(400)]
     # One shell for all the questions: dpkg --compare-versions A lt B, then eq.
     script = "\n".join(
         "if %(d)s --compare-versions '%(a)s' lt '%(b)s'; then echo '<'; "
