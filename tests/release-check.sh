@@ -22,8 +22,9 @@ if tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench
 fi
 
 # The files people look for: SECURITY.md goes with the collection, CONTRIBUTING.md (the repository's) does not.
-tar -tzf "$tarball" | grep -qx 'SECURITY.md' || { echo "release-check: the tarball lacks SECURITY.md" >&2; exit 1; }
-if tar -tzf "$tarball" | grep -qx 'CONTRIBUTING.md'; then
+contents=$(tar -tzf "$tarball")
+grep -qx 'SECURITY.md' <<<"$contents" || { echo "release-check: the tarball lacks SECURITY.md" >&2; exit 1; }
+if grep -qx 'CONTRIBUTING.md' <<<"$contents"; then
   echo "release-check: CONTRIBUTING.md is in the tarball; galaxy.yml's build_ignore should leave it out" >&2
   exit 1
 fi
