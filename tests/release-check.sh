@@ -21,6 +21,14 @@ if tar -tzf "$tarball" | grep -E '^((\.venv|\.ansible|build|tests|molecule|bench
   exit 1
 fi
 
+# The files people look for: SECURITY.md goes with the collection, CONTRIBUTING.md (the repository's) does not.
+contents=$(tar -tzf "$tarball")
+grep -qx 'SECURITY.md' <<<"$contents" || { echo "release-check: the tarball lacks SECURITY.md" >&2; exit 1; }
+if grep -qx 'CONTRIBUTING.md' <<<"$contents"; then
+  echo "release-check: CONTRIBUTING.md is in the tarball; galaxy.yml's build_ignore should leave it out" >&2
+  exit 1
+fi
+
 root=$(cd "$(dirname "$0")/.." && pwd)
 # The release tools (galaxy-importer, ansible-builder) run from a virtual environment of their own under build/, kept
 # while their pinned requirements stay the same.
@@ -112,13 +120,18 @@ import yaml
 
 root, version, changelog = sys.argv[1:]
 expected = {"New Modules": set(), "Filter": set(), "New Roles": set()}
-for path in glob.glob(os.path.join(root, "plugins/modules/*.py")):
+def documentation(path):
     for node in ast.parse(open(path, encoding="utf-8").read()).body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
-            if str(yaml.safe_load(node.value.value).get("version_added")) == version:
-                expected["New Modules"].add(os.path.basename(path)[:-3])
-for path in glob.glob(os.path.join(root, "plugins/filter/*.yml")):
-    doc = yaml.safe_load(open(path, encoding="utf-8"))["DOCUMENTATION"]
+            return yaml.safe_load(node.value.value)
+    return {}
+
+for path in glob.glob(os.path.join(root, "plugins/modules/*.py")):
+    if str(documentation(path).get("version_added")) == version:
+        expected["New Modules"].add(os.path.basename(path)[:-3])
+# Each filter is plugins/filter/<name>.py, its documentation inside.
+for path in glob.glob(os.path.join(root, "plugins/filter/*.py")):
+    doc = documentation(path)
     if str(doc.get("version_added")) == version:
         expected["Filter"].add(doc["name"])
 for path in glob.glob(os.path.join(root, "roles/*/meta/argument_specs.yml")):

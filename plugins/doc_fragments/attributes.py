@@ -36,3 +36,16 @@ requirements:
 notes:
   - Talks to the GPU through NVML only; no subprocess such as C(nvidia-smi) is run.
 """
+
+    SYSFS_GROUP = r"""
+options: {}
+attributes:
+  action_group:
+    description:
+      - The module is in the action group C(accelops.gpu.sysfs), the collection's modules that read the node's sysfs
+        and take O(sysfs_root). C(module_defaults) with C(group/accelops.gpu.sysfs) sets their O(sysfs_root) in one
+        place.
+    support: full
+    membership:
+      - accelops.gpu.sysfs
+"""

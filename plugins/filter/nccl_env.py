@@ -1,86 +1,66 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The nccl_env filter, documented in nccl_env.yml."""
+"""The filter accelops.gpu.nccl_env; its code is in plugin_utils/_nccl_env_filters.py.
+
+One file per filter, named after it, with its documentation inside: Galaxy lists a collection's filters by
+file name (every .py, and every documentation file that ansible-doc reads), so that a file of several
+filters, or a filter with a separate documentation file, gives blank or duplicate entries."""
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
+DOCUMENTATION = r"""
+name: nccl_env
+short_description: NCCL's network settings for a node, from its RDMA facts
+version_added: 0.1.0
+description:
+  - Computes the variables of C(/etc/nccl.conf) from the facts of M(accelops.gpu.ib_facts).
+  - C(NCCL_IB_HCA) lists every C(ACTIVE) InfiniBand port as C(<device>:<port>), with a leading C(=) so that
+    C(mlx5_1) does not also select C(mlx5_10) and C(mlx5_11) (NCCL matches prefixes otherwise). Without an active
+    InfiniBand port the active RoCE (Ethernet) ports are listed, with C(NCCL_IB_GID_INDEX) set to their first
+    RoCE v2 GID with an IPv4 address.
+  - C(NCCL_SOCKET_IFNAME) lists the IPoIB interfaces given (exact names, C(=) again); it is left out without them.
+  - C(NCCL_NET_GDR_LEVEL) is the farthest of the GPUs' nearest paths to the listed HCAs (so every GPU uses
+    GPUDirect RDMA with its nearest HCA), at most C(PHB); C(PHB) when no GPU is on the PCI bus.
+  - The overrides are merged last; an override of null removes the variable.
+options:
+  _input:
+    description: The C(ansible_facts.infiniband) dictionary.
+    type: dict
+    required: true
+  ipoib_interfaces:
+    description: The IPoIB interface definitions (dicts with C(interface)) for C(NCCL_SOCKET_IFNAME).
+    type: list
+    elements: dict
+    default: []
+  overrides:
+    description: NCCL variables that win over the computed ones; null removes one.
+    type: dict
+    default: {}
+author:
+  - accelops.gpu maintainers (@accelops)
+"""
 
-from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shortened
+EXAMPLES = r"""
+# {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1,...", "NCCL_NET_GDR_LEVEL": "PIX", "NCCL_SOCKET_IFNAME": "=ibp24s0"} on a DGX H100
+- name: Show NCCL's settings for this node
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.infiniband | accelops.gpu.nccl_env([{'interface': 'ibp24s0'}], {'NCCL_DEBUG': 'WARN'}) }}"
+"""
 
-LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
-GDR_LIMIT = "PHB"  # beyond the host bridge GPUDirect RDMA is slower than staging through host memory
-
-
-def _ports(devices, link_layer):
-    return [(d["name"], p) for d in devices for p in d.get("ports") or []
-            if p.get("state") == "ACTIVE" and p.get("link_layer") == link_layer]
-
-
-def _roce_gid_index(ports):
-    for _name, port in ports:
-        for gid in port.get("gids") or []:
-            if gid.get("type") == "RoCE v2" and gid.get("ipv4"):
-                return gid.get("index")
-    return None
-
-
-def _gdr_level(affinity, hcas):
-    nearest = []
-    for gpu in affinity or []:
-        paths = [(gpu.get("paths") or {}).get(name) for name in hcas]
-        paths = [p for p in paths if p in LEVELS]
-        if paths:
-            nearest.append(min(paths, key=LEVELS.index))
-    if not nearest:
-        return GDR_LIMIT
-    farthest = max(nearest, key=LEVELS.index)
-    return farthest if LEVELS.index(farthest) <= LEVELS.index(GDR_LIMIT) else GDR_LIMIT
-
-
-def _text(value):
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
-
-
-def nccl_env(facts, ipoib_interfaces=None, overrides=None):
-    """NCCL_* variables for /etc/nccl.conf (see DOCUMENTATION)."""
-    for value, what in ((facts, "the input (ansible_facts.infiniband)"), (overrides, "overrides")):
-        if value is not None and not isinstance(value, dict):
-            raise AnsibleFilterError("nccl_env: %s must be a dict, got %s" % (what, type(value).__name__))
-    if ipoib_interfaces is not None and not isinstance(ipoib_interfaces, list):
-        raise AnsibleFilterError("nccl_env: ipoib_interfaces must be a list, got %s" % type(ipoib_interfaces).__name__)
-    try:
-        return _nccl_env(facts, ipoib_interfaces, overrides)
-    except (AttributeError, KeyError, TypeError, ValueError, RecursionError) as exc:
-        raise AnsibleFilterError("nccl_env: the input is not ansible_facts.infiniband as ib_facts sets it, or "
-                                 "ipoib_interfaces/overrides are malformed (%s: %s)"
-                                 % (type(exc).__name__, shortened(exc, 500))) from None
+RETURN = r"""
+_value:
+  description: Variable name to value (strings), sorted by name.
+  type: dict
+"""
 
 
-def _nccl_env(facts, ipoib_interfaces, overrides):
-    devices = (facts or {}).get("devices") or []
-    env = {}
-    ports = _ports(devices, "InfiniBand")
-    if not ports:
-        ports = _ports(devices, "Ethernet")
-        gid_index = _roce_gid_index(ports)
-        if gid_index is not None:
-            env["NCCL_IB_GID_INDEX"] = str(gid_index)
-    if ports:
-        env["NCCL_IB_HCA"] = "=" + ",".join("%s:%s" % (name, port["port"]) for name, port in ports)
-    names = [i["interface"] for i in ipoib_interfaces or [] if isinstance(i, dict) and i.get("interface")]
-    if names:
-        env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(names)
-    env["NCCL_NET_GDR_LEVEL"] = _gdr_level((facts or {}).get("gpu_affinity"), sorted({n for n, _p in ports}))
-    for key, value in (overrides or {}).items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = _text(value)
-    return dict(sorted(env.items()))
+def nccl_env(*args, **kwargs):
+    # Imported at the call, not with the file: Ansible imports every filter file of the collection in each worker
+    # process at the first lookup of any filter (docs/performance.md).
+    from ansible_collections.accelops.gpu.plugins.plugin_utils._nccl_env_filters import nccl_env as implementation
+
+    return implementation(*args, **kwargs)
 
 
 class FilterModule:

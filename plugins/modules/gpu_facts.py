@@ -43,6 +43,7 @@ options:
     version_added: 0.1.0
 extends_documentation_fragment:
   - accelops.gpu.attributes
+  - accelops.gpu.attributes.sysfs_group
   - accelops.gpu.attributes.facts
   - accelops.gpu.attributes.nvml
 attributes:

@@ -68,6 +68,7 @@ options:
     default: /proc
 extends_documentation_fragment:
   - accelops.gpu.attributes
+  - accelops.gpu.attributes.sysfs_group
   - accelops.gpu.attributes.nvml
 attributes:
   check_mode:

@@ -28,6 +28,7 @@ options:
     default: /sys
 extends_documentation_fragment:
   - accelops.gpu.attributes
+  - accelops.gpu.attributes.sysfs_group
   - accelops.gpu.attributes.facts
 attributes:
   check_mode:

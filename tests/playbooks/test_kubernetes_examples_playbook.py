@@ -11,13 +11,13 @@ import sys
 
 import yaml
 
-from simnode import FAKENVML, FIXTURES, ROOT, ansible_env
+from simnode import FAKENVML, FIXTURES, ROOT, ansible_env, filter_docs
 
 FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
 
 
 def examples(name):
-    return yaml.safe_load((ROOT / "plugins" / "filter" / ("%s.yml" % name)).read_text(encoding="utf-8"))["EXAMPLES"]
+    return filter_docs(name)["EXAMPLES"]
 
 
 def test_the_examples_run_as_pasted_and_write_the_feature_file(tmp_path):

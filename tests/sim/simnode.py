@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -79,3 +80,24 @@ UNREACHABLE_NODES = """all:
     ansible_ssh_timeout: 3
     ansible_python_interpreter: %s
 """ % sys.executable
+
+
+def plugin_docs(path):
+    """DOCUMENTATION, EXAMPLES and RETURN of a plugin file such as plugins/filter/<name>.py: the first and the last
+    parsed as YAML, EXAMPLES as its text."""
+    import yaml
+
+    found = {}
+    for node in ast.parse(Path(path).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id in ("DOCUMENTATION", "EXAMPLES", "RETURN"):
+                found[node.targets[0].id] = node.value.value
+    for key in ("DOCUMENTATION", "RETURN"):
+        if key in found:
+            found[key] = yaml.safe_load(found[key])
+    return found
+
+
+def filter_docs(name):
+    """The documentation of the filter accelops.gpu.<name>, which plugins/filter/<name>.py carries."""
+    return plugin_docs(ROOT / "plugins" / "filter" / ("%s.py" % name))

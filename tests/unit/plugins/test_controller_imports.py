@@ -39,7 +39,7 @@ def imported(path):
 
 def test_the_controller_files_are_found():
     names = {path.name for path in controller_files()}
-    assert {"slurm.py", "report.py", "_filters.py"} <= names
+    assert {"slurm_gres_conf.py", "_slurm_filters.py", "_report_filters.py", "_filters.py"} <= names
 
 
 @pytest.mark.parametrize("path", list(controller_files()), ids=lambda path: "%s/%s" % (path.parent.name, path.name))

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.config_value_problems import FilterModule, config_value_problems
+from ansible_collections.accelops.gpu.plugins.plugin_utils._config_value_problems_filters import (
+    FilterModule,
+    config_value_problems,
+)
 
 GOOD = [
     ("modprobe_options", {}),

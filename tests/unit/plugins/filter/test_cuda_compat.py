@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from hostile import huge, nested
 
-from ansible_collections.accelops.gpu.plugins.filter.cuda_compat import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._cuda_compat_filters import (
     FilterModule,
     cuda_max_for_driver,
     cuda_min_driver,

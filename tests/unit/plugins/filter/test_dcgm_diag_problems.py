@@ -7,7 +7,10 @@ import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.dcgm_diag_problems import FilterModule, dcgm_diag_problems
+from ansible_collections.accelops.gpu.plugins.plugin_utils._dcgm_diag_problems_filters import (
+    FilterModule,
+    dcgm_diag_problems,
+)
 
 
 def document(*results, category="Deployment", test="software"):

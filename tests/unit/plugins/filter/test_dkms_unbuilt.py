@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.dkms_unbuilt import FilterModule, dkms_unbuilt
+from ansible_collections.accelops.gpu.plugins.plugin_utils._dkms_unbuilt_filters import FilterModule, dkms_unbuilt
 
 KERNELS = ["6.1.0-901-amd64", "6.1.0-902-amd64"]
 

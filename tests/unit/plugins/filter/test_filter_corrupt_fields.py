@@ -9,10 +9,10 @@ import copy
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.gpu_summary import FilterModule as Summary
-from ansible_collections.accelops.gpu.plugins.filter.slurm import FilterModule as Slurm
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+from ansible_collections.accelops.gpu.plugins.plugin_utils._gpu_summary_filters import FilterModule as Summary
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_filters import FilterModule as Slurm
 
 # The fields the attack changed, each to values of another type or out of range.
 CHANGES = [

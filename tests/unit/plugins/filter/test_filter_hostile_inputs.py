@@ -63,12 +63,15 @@ HOSTILE = {
 
 
 def public_filters():
-    """(file, name, function) for every filter every plugins/filter/*.py offers."""
+    """(file, name, function) for every filter, as the plugin_utils/_*_filters.py its plugins/filter/<name>.py calls
+    defines it (the plugin file is a wrapper of (*args, **kwargs) that imports it at the call)."""
     found = []
-    for path in sorted((ROOT / "plugins" / "filter").glob("*.py")):
-        module = importlib.import_module("ansible_collections.accelops.gpu.plugins.filter." + path.stem)
+    for path in sorted((ROOT / "plugins" / "plugin_utils").glob("_*_filters.py")):
+        module = importlib.import_module("ansible_collections.accelops.gpu.plugins.plugin_utils." + path.stem)
         for name, function in sorted(module.FilterModule().filters().items()):
             found.append((path.stem, name, function))
+    assert sorted(name for _file, name, _function in found) == sorted(
+        path.stem for path in (ROOT / "plugins" / "filter").glob("*.py"))
     return found
 
 

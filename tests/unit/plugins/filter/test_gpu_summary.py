@@ -5,7 +5,7 @@ import re
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.gpu_summary import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._gpu_summary_filters import (
     FilterModule,
     gpu_processes,
     gpu_summary,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.kernel_headers_missing import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._kernel_headers_missing_filters import (
     FilterModule,
     kernel_headers_missing,
 )

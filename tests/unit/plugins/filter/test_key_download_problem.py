@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.key_download_problem import key_download_problem
+from ansible_collections.accelops.gpu.plugins.plugin_utils._key_download_problem_filters import key_download_problem
 
 SHA = "55ca6286e3e4f4fba5d0448333fa99fc5a404a73"
 

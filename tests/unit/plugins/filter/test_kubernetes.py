@@ -11,12 +11,12 @@ import sys
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.kubernetes import (
+from ansible_collections.accelops.gpu.plugins.modules import gpu_facts
+from ansible_collections.accelops.gpu.plugins.plugin_utils._kubernetes_filters import (
     FilterModule,
     gpu_feature_labels,
     nfd_feature_file,
 )
-from ansible_collections.accelops.gpu.plugins.modules import gpu_facts
 from simnode import FIXTURES, ROOT
 
 # The driver and CUDA labels of each fixture's driver_version and cuda_driver_version.

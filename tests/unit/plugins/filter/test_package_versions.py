@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.package_versions import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._package_versions_filters import (
     FilterModule,
     apt_outdated,
     newest_version,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.probe import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._probe_filters import (
     FilterModule,
     alternatives_set,
     file_matches,

@@ -8,9 +8,8 @@ import importlib
 import re
 
 import pytest
-import yaml
 
-from simnode import ROOT
+from simnode import ROOT, filter_docs
 
 FILTERS = ROOT / "plugins" / "filter"
 
@@ -106,8 +105,8 @@ def test_each_filter_the_collection_calls_exists():
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC | INTERNAL))
-def test_each_filter_has_its_sidecar(name):
-    doc = yaml.safe_load((FILTERS / ("%s.yml" % name)).read_text(encoding="utf-8"))["DOCUMENTATION"]
+def test_each_filter_has_its_documentation(name):
+    doc = filter_docs(name)["DOCUMENTATION"]
     assert doc["name"] == name
     if name in INTERNAL:
         assert doc["short_description"].startswith("Internal: "), name

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.report import (
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+from ansible_collections.accelops.gpu.plugins.plugin_utils import _report_html, _report_model
+from ansible_collections.accelops.gpu.plugins.plugin_utils._report_filters import (
     FilterModule,
     fleet_report_html,
     fleet_report_model,
 )
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
-from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _report_html, _report_model
 
 
 @pytest.fixture

@@ -9,7 +9,10 @@ import subprocess
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.signing_key_problems import FilterModule, signing_key_problems
+from ansible_collections.accelops.gpu.plugins.plugin_utils._signing_key_problems_filters import (
+    FilterModule,
+    signing_key_problems,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")  # make test installs it
 

@@ -8,7 +8,10 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from hostile import huge, nested
 
-from ansible_collections.accelops.gpu.plugins.filter.slurm import (
+from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
+from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import gres_summary
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_filters import (
     FilterModule,
     slurm_foreign_scripts,
     slurm_gres_conf,
@@ -22,9 +25,6 @@ from ansible_collections.accelops.gpu.plugins.filter.slurm import (
     slurm_node_states,
     slurm_site_scripts,
 )
-from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
-from ansible_collections.accelops.gpu.plugins.module_utils._nvml import NvmlSession
-from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_conf import gres_summary
 
 NAMES = {"slurm_node_gres", "slurm_hardware", "slurm_node_line", "slurm_gres_conf", "_slurm_gres_mismatch",
          "_slurm_node_problems", "slurm_node_states", "_slurm_health_actions", "_slurm_maintenance",

@@ -11,8 +11,8 @@ import tempfile
 import pytest
 from hostile import alarm
 
-from ansible_collections.accelops.gpu.plugins.filter.signing_key_problems import signing_key_problems
 from ansible_collections.accelops.gpu.plugins.modules import node_probe
+from ansible_collections.accelops.gpu.plugins.plugin_utils._signing_key_problems_filters import signing_key_problems
 
 
 def test_reads_everything_in_one_call(module_result, tmp_path):

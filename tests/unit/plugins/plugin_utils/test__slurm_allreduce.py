@@ -8,13 +8,13 @@ import json
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.slurm import FilterModule
 from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_allreduce import (
     SlurmError,
     allreduce_plan,
     allreduce_result,
     allreduce_rounds,
 )
+from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_filters import FilterModule
 
 TORCH = "/opt/accelops-gpu/pytorch"
 TF = "/opt/accelops-gpu/tensorflow"

@@ -12,12 +12,12 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from hostile import huge
 
-from ansible_collections.accelops.gpu.plugins.filter.gpu_waste import (
+from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import ReportError
+from ansible_collections.accelops.gpu.plugins.plugin_utils._gpu_waste_filters import (
     _gpu_waste_window,
     gpu_waste_html,
     gpu_waste_model,
 )
-from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import ReportError
 from ansible_collections.accelops.gpu.plugins.plugin_utils._waste import sacct_argv, waste_model, window
 from ansible_collections.accelops.gpu.plugins.plugin_utils._waste_html import render_html
 from simnode import ROOT

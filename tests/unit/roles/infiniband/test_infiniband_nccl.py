@@ -7,9 +7,9 @@ import importlib.util
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.accelops.gpu.plugins.filter.ipoib_problems import ipoib_problems
-from ansible_collections.accelops.gpu.plugins.filter.nccl_env import nccl_env
 from ansible_collections.accelops.gpu.plugins.module_utils import _ib
+from ansible_collections.accelops.gpu.plugins.plugin_utils._ipoib_problems_filters import ipoib_problems
+from ansible_collections.accelops.gpu.plugins.plugin_utils._nccl_env_filters import nccl_env
 from simnode import ROOT
 
 spec = importlib.util.spec_from_file_location("mkfabric", ROOT / "tests" / "sim" / "host" / "mkfabric.py")

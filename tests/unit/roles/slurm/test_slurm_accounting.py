@@ -11,7 +11,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from rolevars import preflight_task
 
-from ansible_collections.accelops.gpu.plugins.filter.node_files import node_file_paths
+from ansible_collections.accelops.gpu.plugins.plugin_utils._node_files_filters import node_file_paths
 from simnode import ROOT
 
 ROLE = ROOT / "roles" / "slurm"
