@@ -346,6 +346,9 @@ def nfd_feature_file(labels, expiry=None):
             raise LabelError("expiry must be a time in RFC 3339 (2026-07-01T00:00:00Z), got %s" % shown(expiry))
         try:
             datetime.datetime.fromisoformat(expiry[:19])
+            # Go's time.Parse, which NFD reads it with, takes an offset up to 23:59 only.
+            if not expiry.endswith("Z") and (int(expiry[-5:-3]) > 23 or int(expiry[-2:]) > 59):
+                raise ValueError(expiry)
         except ValueError:
             raise LabelError("expiry %s is not a time that exists" % shown(expiry)) from None
         lines.append("# +expiry-time=%s" % expiry)

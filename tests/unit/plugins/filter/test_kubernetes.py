@@ -470,6 +470,7 @@ def test_the_file_is_sorted_lines_with_the_expiry_first():
     assert text == ("# +expiry-time=2026-07-01T00:00:00Z\nnvidia.com/gpu.count=8\nvendor.io/a=\nvendor.io/b=2\n")
     assert nfd_feature_file({}) == ""
     assert nfd_feature_file({}, "2026-07-01T00:00:00.5+02:00") == "# +expiry-time=2026-07-01T00:00:00.5+02:00\n"
+    assert nfd_feature_file({}, "2026-07-01T00:00:00-23:59") == "# +expiry-time=2026-07-01T00:00:00-23:59\n"
 
 
 @pytest.mark.parametrize("labels, expiry, message", [
@@ -489,6 +490,10 @@ def test_the_file_is_sorted_lines_with_the_expiry_first():
     ({}, "2026-02-30T00:00:00Z", "expiry '2026-02-30T00:00:00Z' is not a time that exists"),
     ({}, "2026-07-01T00:00:00Z\nvendor.io/x=1", "expiry must be a time in RFC 3339"),
     ({}, 1782864000, "expiry must be a time in RFC 3339"),
+    # Go's time.Parse (NFD) refuses an offset past 23:59, which Python's fromisoformat takes.
+    ({}, "2026-07-01T00:00:00+24:00", "expiry '2026-07-01T00:00:00+24:00' is not a time that exists"),
+    ({}, "2026-07-01T00:00:00-05:60", "expiry '2026-07-01T00:00:00-05:60' is not a time that exists"),
+    ({}, "2026-07-01T00:00:60Z", "expiry '2026-07-01T00:00:60Z' is not a time that exists"),
 ])
 def test_a_label_nfd_or_kubernetes_would_refuse_is_one_clear_error(labels, expiry, message):
     with pytest.raises(AnsibleFilterError) as raised:
