@@ -269,6 +269,12 @@ def _mig_mixed(gpus, sharing):
 
 def _versions(facts):
     """newVersionLabeler: the driver's release split as text (550.54.15 gives 550, 54, 15), CUDA as NVML gives it."""
+    errors = facts.get("errors") if isinstance(facts.get("errors"), list) else []
+    for key, function, what in (("driver_version", "nvmlSystemGetDriverVersion", "driver version"),
+                                ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion", "CUDA driver version")):
+        failed = [error for error in errors if str(error).split(":", 1)[0] == function]
+        if facts.get(key) is None and failed:
+            raise LabelError("NVML failed to give the %s: %s" % (what, shortened(failed[0], 300)))
     driver = _text(facts.get("driver_version"), "the driver version")
     parts = driver.split(".")
     if not 2 <= len(parts) <= 3:

@@ -420,7 +420,8 @@ def test_gpus_that_do_not_answer_are_not_counted_and_none_answering_is_an_error(
     (lambda f: f["gpus"][2].pop("mig_mode"), "GPU 2: the facts lack the mig subset"),
     (lambda f: f["gpus"][0].pop("memory_total_mib"), "GPU 0: the facts lack the memory subset"),
     (lambda f: f.update(driver_version=None, errors=["nvmlSystemGetDriverVersion: Unknown Error (NVML error 999)"]),
-     "the driver version is None"),
+     "NVML failed to give the driver version: nvmlSystemGetDriverVersion: Unknown Error (NVML error 999)"),
+    (lambda f: f.update(driver_version=None), "the driver version is None"),
     (lambda f: f.update(driver_version="550"), "the driver version '550' does not match X.Y[.Z]"),
     (lambda f: f.update(driver_version="550.54.15\nx=y"), "label nvidia.com/cuda.driver-version.full: value"),
     (lambda f: f.update(cuda_driver_version=None), "the CUDA driver version is None"),
@@ -435,6 +436,17 @@ def test_nvml_errors_are_never_healthy_labels(node_facts, change, message):
     with pytest.raises(AnsibleFilterError) as raised:
         gpu_feature_labels(facts)
     assert str(raised.value).startswith("gpu_feature_labels: " + message), str(raised.value)
+
+
+def test_an_nvml_error_on_the_cuda_version_is_said_as_nvmls(node_facts):
+    """The facts of an NVML that failed to give the CUDA version: the refusal says NVML's error, not that the facts
+    are not gpu_facts'."""
+    facts = node_facts("dgx-h100", "fail.nvmlSystemGetCudaDriverVersion=1+:UNKNOWN\n")
+    assert facts["cuda_driver_version"] is None and facts["errors"], facts["errors"]
+    with pytest.raises(AnsibleFilterError) as raised:
+        gpu_feature_labels(facts)
+    assert str(raised.value).startswith("gpu_feature_labels: NVML failed to give the CUDA driver version: "
+                                        "nvmlSystemGetCudaDriverVersion"), str(raised.value)
 
 
 def test_a_gpu_error_the_labels_do_not_read_leaves_them_as_they_are(node_facts):
