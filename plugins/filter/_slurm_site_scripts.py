@@ -62,7 +62,9 @@ _value:
         problems is not empty, the ones that passed alone.
       type: dict
     problems:
-      description: What is wrong, one message per problem; empty when the whole may be written.
+      description: >-
+        What is wrong, one message per problem (the first ten, then one that counts the others); empty when
+        the whole may be written.
       type: list
       elements: str
 """

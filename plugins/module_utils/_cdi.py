@@ -157,10 +157,11 @@ def _read_gpu(session, manager, entry):
 
 
 def is_char_device(path):
-    """Whether path (not followed if a link) is a character device."""
+    """Whether path (not followed if a link) is a character device; a path the kernel cannot take (a NUL in a spec
+    written by hand) is not one."""
     try:
         return stat.S_ISCHR(os.lstat(path).st_mode)
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 
@@ -464,9 +465,9 @@ def build_spec(node, host, options, strict=True):
     (strategies, hooks, hook_path, all_device); also ``owners``, which maps each device name to the GPU index it
     belongs to and what it is ("GPU 0 (GPU-...)").
 
-    Strict, a device node or library that is missing raises :class:`CdiError`, as does a node without devices. Not
-    strict (to compare an existing spec with), the spec names the nodes NVML implies whether they exist or not, and
-    may name no device."""
+    Strict, a device node or library that is missing raises :class:`CdiError`, as do a node without devices and a spec
+    that :func:`validate` refuses. Not strict (to compare an existing spec with), the spec names the nodes NVML implies
+    whether they exist or not, and may name no device."""
     strategies, hooks, hook_path = options["strategies"], options["hooks"], options["hook_path"]
     devices, owners = [], {}
     for gpu in node["gpus"]:
@@ -495,6 +496,12 @@ def build_spec(node, host, options, strict=True):
         owners["all"] = (None, "every device")
     devices.sort(key=lambda device: device["name"])
     spec = {"cdiVersion": CDI_VERSION, "kind": KIND, "devices": devices, "containerEdits": common}
+    problems = validate(spec) if strict else []
+    if problems:
+        # NVML's own answer (a UUID that is no CDI name, one UUID for two devices) would make a spec that every runtime
+        # refuses whole: no container would get any GPU.
+        raise CdiError("the spec NVML's answer makes is not one a runtime accepts: %s; nothing was written"
+                       % "; ".join(problems[:5]))
     return spec, owners
 
 

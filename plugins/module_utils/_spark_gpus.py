@@ -91,8 +91,9 @@ def addresses(gpus, mig="devices", exclude=()):
     """Spark's addresses for the GPUs read_gpus() gave, and the notes (lines for stderr) on what was left out.
 
     mig: ``devices`` (a GPU with MIG on gives its MIG devices' UUIDs), ``gpus`` (its index, as any GPU) or ``skip``
-    (it gives nothing). exclude: indexes and UUIDs (of GPUs or of MIG devices) the site keeps from Spark. One that
-    names nothing here is a DiscoveryError, unless a GPU could not be read (then it may be that one: a note)."""
+    (it gives nothing). exclude: indexes and UUIDs (of GPUs or of MIG devices) the site keeps from Spark; with ``gpus``
+    a MIG device's UUID keeps its whole GPU from Spark. One that names nothing here is a DiscoveryError, unless a GPU
+    could not be read (then it may be that one: a note). Two MIG devices with one UUID are a DiscoveryError."""
     notes, found = [], []
     unread = [gpu for gpu in gpus if gpu["lost"] or gpu.get("error")]
     for gpu in unread:
@@ -116,21 +117,33 @@ def addresses(gpus, mig="devices", exclude=()):
                 ", indexes 0 to %d" % (len(gpus) - 1) if gpus else ""))
         notes.append("--exclude %s: not found; it may be a GPU left out above" % what)
     excluded = {entry.lower() if isinstance(entry, str) else entry for entry in exclude}
+    owners = {}
     for gpu in gpus:
         if gpu in unread or gpu["index"] in excluded or (gpu.get("uuid") or "").lower() in excluded:
             continue
-        if not gpu.get("mig_mode") or mig == "gpus":
+        devices = [device["uuid"] for device in gpu.get("mig_devices") or ()] if gpu.get("mig_mode") else []
+        held = [uuid for uuid in devices if uuid and uuid.lower() in excluded]
+        if not gpu.get("mig_mode"):
+            found.append(str(gpu["index"]))
+        elif mig == "gpus" and held:
+            # The whole GPU would give Spark the MIG device the site keeps from it.
+            notes.append("GPU %d left out: it holds the excluded MIG device %s (--mig gpus gives Spark whole GPUs)"
+                         % (gpu["index"], held[0]))
+        elif mig == "gpus":
             found.append(str(gpu["index"]))
         elif mig == "skip":
             notes.append("GPU %d left out: MIG is on (--mig skip)" % gpu["index"])
         else:
-            devices = [device["uuid"] for device in gpu.get("mig_devices") or ()]
             if not devices:
                 notes.append("GPU %d gives no address: MIG is on and it has no MIG device" % gpu["index"])
             for index, uuid in enumerate(devices):
                 if not uuid:
                     raise DiscoveryError("GPU %d: MIG device %d has no UUID, so it cannot be given to Spark"
                                          % (gpu["index"], gpu["mig_devices"][index]["index"]))
+                if uuid.lower() in owners:
+                    raise DiscoveryError("NVML gives two MIG devices the same UUID %s (GPU %d and GPU %d): Spark would "
+                                         "give one device to two tasks" % (uuid, owners[uuid.lower()], gpu["index"]))
+                owners[uuid.lower()] = gpu["index"]
                 if uuid.lower() not in excluded:
                     found.append(uuid)
     return found, notes

@@ -266,6 +266,17 @@ def read_node(module):
     return None  # not reached
 
 
+def undo(made):
+    """Remove the directories this run made for the spec (``made``, outermost first), so that nothing stays of a
+    write that failed; the words for the failure's message."""
+    for position, directory in reversed(list(enumerate(made))):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return "nothing was written, but the directories %s were made and are left" % ", ".join(made[:position + 1])
+    return "nothing was written"
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -335,15 +346,16 @@ def main():
     if module._diff:
         result["diff"] = _files.diff(item, state)
     if not module.check_mode:
-        directory = os.path.dirname(path)
+        made = []
         try:
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
+            for directory in [*reversed(_files.ancestors(path))][1:]:
+                if not os.path.isdir(directory):
+                    os.mkdir(directory, 0o755)
+                    made.append(directory)
             _files.put(item, state)
         except OSError as exc:
             result["changed"] = False
-            module.fail_json(msg="%s cannot be written: %s; nothing was written" % (path, exc.strerror or exc),
-                             **result)
+            module.fail_json(msg="%s cannot be written: %s; %s" % (path, exc.strerror or exc, undo(made)), **result)
     module.exit_json(**result)
 
 

@@ -105,7 +105,8 @@ options:
         description:
           - C(true) keeps the file's text out of C(--diff) and its checksum out of the result (a password hash, a
             key); the diff shows only that the file changes, and a template that fails to render says so without
-            the error's text, which could quote the secret.
+            the error's text, which could quote the secret. Its text goes to the node as base64, an argument the
+            module keeps out of the node's log, as C(no_log) does.
         type: bool
         default: false
       owner:

@@ -269,6 +269,12 @@ def _mig_mixed(gpus, sharing):
 
 def _versions(facts):
     """newVersionLabeler: the driver's release split as text (550.54.15 gives 550, 54, 15), CUDA as NVML gives it."""
+    errors = facts.get("errors") if isinstance(facts.get("errors"), list) else []
+    for key, function, what in (("driver_version", "nvmlSystemGetDriverVersion", "driver version"),
+                                ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion", "CUDA driver version")):
+        failed = [error for error in errors if str(error).split(":", 1)[0] == function]
+        if facts.get(key) is None and failed:
+            raise LabelError("NVML failed to give the %s: %s" % (what, shortened(failed[0], 300)))
     driver = _text(facts.get("driver_version"), "the driver version")
     parts = driver.split(".")
     if not 2 <= len(parts) <= 3:
@@ -346,6 +352,9 @@ def nfd_feature_file(labels, expiry=None):
             raise LabelError("expiry must be a time in RFC 3339 (2026-07-01T00:00:00Z), got %s" % shown(expiry))
         try:
             datetime.datetime.fromisoformat(expiry[:19])
+            # Go's time.Parse, which NFD reads it with, takes an offset up to 23:59 only.
+            if not expiry.endswith("Z") and (int(expiry[-5:-3]) > 23 or int(expiry[-2:]) > 59):
+                raise ValueError(expiry)
         except ValueError:
             raise LabelError("expiry %s is not a time that exists" % shown(expiry)) from None
         lines.append("# +expiry-time=%s" % expiry)

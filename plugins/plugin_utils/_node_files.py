@@ -158,6 +158,11 @@ def node_entries(args, read):
     for entry in check_args(args):
         for item in expand(entry, args, _withheld(read) if entry.get("secret") else read):
             _check_text(item)
+            if item.get("secret") and isinstance(item.get("content"), str):
+                # The node's module logs its arguments ("Invoked with ..."), all but those it marks no_log: a secret
+                # text goes as base64, which it marks so.
+                text = item.pop("content")
+                item["base64"] = base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")
             if item not in node:
                 node.append(item)
     return node

@@ -599,6 +599,8 @@ SITE_PROGRAM = re.compile(r"\A/[^\s\"'#\\\x00-\x1f\x7f-\x9f]{1,4094}\Z")
 HEALTH_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE")
 # Slurm keeps HealthCheckInterval in 16 bits (s_p_handle_uint16 refuses more).
 HEALTH_INTERVAL_MAX = 65535
+# The problems of slurm_site_scripts said one by one; past them, a count.
+SITE_PROBLEMS_SHOWN = 10
 
 
 # One KEY=VALUE of a slurm.conf line as Slurm's parser (src/common/parse_config.c) finds them, several to a line: a key
@@ -704,6 +706,10 @@ def site_scripts(value):
         if key in given and "HealthCheckProgram" not in given:
             problems.append("slurm_site_scripts.%s needs slurm_site_scripts.HealthCheckProgram: Slurm does nothing "
                             "with it alone" % key)
+    if len(problems) > SITE_PROBLEMS_SHOWN:
+        # The preflight's failure joins them: a dict of thousands of other keys would make a message of megabytes.
+        more = len(problems) - SITE_PROBLEMS_SHOWN
+        problems[SITE_PROBLEMS_SHOWN:] = ["slurm_site_scripts: and %d more problems" % more]
     return {"settings": settings, "problems": problems}
 
 

@@ -422,7 +422,8 @@ def test_gpus_that_do_not_answer_are_not_counted_and_none_answering_is_an_error(
     (lambda f: f["gpus"][2].pop("mig_mode"), "GPU 2: the facts lack the mig subset"),
     (lambda f: f["gpus"][0].pop("memory_total_mib"), "GPU 0: the facts lack the memory subset"),
     (lambda f: f.update(driver_version=None, errors=["nvmlSystemGetDriverVersion: Unknown Error (NVML error 999)"]),
-     "the driver version is None"),
+     "NVML failed to give the driver version: nvmlSystemGetDriverVersion: Unknown Error (NVML error 999)"),
+    (lambda f: f.update(driver_version=None), "the driver version is None"),
     (lambda f: f.update(driver_version="550"), "the driver version '550' does not match X.Y[.Z]"),
     (lambda f: f.update(driver_version="550.54.15\nx=y"), "label nvidia.com/cuda.driver-version.full: value"),
     (lambda f: f.update(cuda_driver_version=None), "the CUDA driver version is None"),
@@ -437,6 +438,17 @@ def test_nvml_errors_are_never_healthy_labels(node_facts, change, message):
     with pytest.raises(AnsibleFilterError) as raised:
         gpu_feature_labels(facts)
     assert str(raised.value).startswith("gpu_feature_labels: " + message), str(raised.value)
+
+
+def test_an_nvml_error_on_the_cuda_version_is_said_as_nvmls(node_facts):
+    """The facts of an NVML that failed to give the CUDA version: the refusal says NVML's error, not that the facts
+    are not gpu_facts'."""
+    facts = node_facts("dgx-h100", "fail.nvmlSystemGetCudaDriverVersion=1+:UNKNOWN\n")
+    assert facts["cuda_driver_version"] is None and facts["errors"], facts["errors"]
+    with pytest.raises(AnsibleFilterError) as raised:
+        gpu_feature_labels(facts)
+    assert str(raised.value).startswith("gpu_feature_labels: NVML failed to give the CUDA driver version: "
+                                        "nvmlSystemGetCudaDriverVersion"), str(raised.value)
 
 
 def test_a_gpu_error_the_labels_do_not_read_leaves_them_as_they_are(node_facts):
@@ -472,6 +484,7 @@ def test_the_file_is_sorted_lines_with_the_expiry_first():
     assert text == ("# +expiry-time=2026-07-01T00:00:00Z\nnvidia.com/gpu.count=8\nvendor.io/a=\nvendor.io/b=2\n")
     assert nfd_feature_file({}) == ""
     assert nfd_feature_file({}, "2026-07-01T00:00:00.5+02:00") == "# +expiry-time=2026-07-01T00:00:00.5+02:00\n"
+    assert nfd_feature_file({}, "2026-07-01T00:00:00-23:59") == "# +expiry-time=2026-07-01T00:00:00-23:59\n"
 
 
 @pytest.mark.parametrize("labels, expiry, message", [
@@ -491,6 +504,10 @@ def test_the_file_is_sorted_lines_with_the_expiry_first():
     ({}, "2026-02-30T00:00:00Z", "expiry '2026-02-30T00:00:00Z' is not a time that exists"),
     ({}, "2026-07-01T00:00:00Z\nvendor.io/x=1", "expiry must be a time in RFC 3339"),
     ({}, 1782864000, "expiry must be a time in RFC 3339"),
+    # Go's time.Parse (NFD) refuses an offset past 23:59, which Python's fromisoformat takes.
+    ({}, "2026-07-01T00:00:00+24:00", "expiry '2026-07-01T00:00:00+24:00' is not a time that exists"),
+    ({}, "2026-07-01T00:00:00-05:60", "expiry '2026-07-01T00:00:00-05:60' is not a time that exists"),
+    ({}, "2026-07-01T00:00:60Z", "expiry '2026-07-01T00:00:60Z' is not a time that exists"),
 ])
 def test_a_label_nfd_or_kubernetes_would_refuse_is_one_clear_error(labels, expiry, message):
     with pytest.raises(AnsibleFilterError) as raised:

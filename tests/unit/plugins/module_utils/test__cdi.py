@@ -166,3 +166,10 @@ def test_sort_edits_as_nvidia_ctk():
     assert edits == {"env": ["B=1", "A=1"], "deviceNodes": [
         {"path": "/dev/nvidia-uvm"}, {"path": "/dev/nvidiactl"}, {"path": "/dev/nvidia-caps/nvidia-cap102"},
         {"path": "/dev/nvidia-caps/nvidia-cap99"}]}
+
+
+@pytest.mark.parametrize("path", ["/dev/nvidia0\0", "\0"])
+def test_a_path_with_a_nul_is_no_character_device(path):
+    """A hand-written spec can name a device node with a NUL in its path (JSON's \\u0000): the stat call refuses it
+    with ValueError, which is "not a character device" here, not a traceback."""
+    assert _cdi.is_char_device(path) is False

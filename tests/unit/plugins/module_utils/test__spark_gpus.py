@@ -182,8 +182,22 @@ def test_exclude_on_a_mig_node(discover):
     code, out, _err = discover("dgx-a100-mig", "--exclude", "%s,%s" % (GPU0_MIG[2], GPU1_MIG[0]))
     assert code == 0
     assert answer(out)["addresses"] == GPU0_MIG[:2] + GPU0_MIG[3:] + GPU1_MIG[1:] + EIGHT[2:]
-    # With --mig gpus a MIG device's UUID names nothing Spark gets, and nothing is left out for it.
-    code, out, _err = discover("dgx-a100-mig", "--mig", "gpus", "--exclude", GPU0_MIG[0])
+    # With --mig gpus Spark gets whole GPUs: the GPU that holds an excluded MIG device is kept from it, and said.
+    code, out, err = discover("dgx-a100-mig", "--mig", "gpus", "--exclude", GPU0_MIG[2])
+    assert code == 0 and answer(out)["addresses"] == EIGHT[1:]
+    assert err == ("accelops-gpu-spark-discovery: GPU 0 left out: it holds the excluded MIG device %s (--mig gpus "
+                   "gives Spark whole GPUs)\n" % GPU0_MIG[2])
+    # With --mig skip the GPU is left out anyway.
+    code, out, _err = discover("dgx-a100-mig", "--mig", "skip", "--exclude", GPU0_MIG[2])
+    assert code == 0 and answer(out)["addresses"] == EIGHT[2:]
+
+
+def test_a_mig_uuid_nvml_gives_twice_is_refused(discover):
+    """Two MIG devices with one UUID (an NVML fault): Spark would hand one device to two executors."""
+    refused(*discover("dgx-a100-mig", faults=["gpu.0.gi.8.ci.0.uuid=%s" % GPU0_MIG[0]]),
+            "NVML gives two MIG devices the same UUID %s" % GPU0_MIG[0])
+    # Where Spark gets whole GPUs the MIG devices' UUIDs are no address.
+    code, out, _err = discover("dgx-a100-mig", "--mig", "gpus", faults=["gpu.0.gi.8.ci.0.uuid=%s" % GPU0_MIG[0]])
     assert code == 0 and answer(out)["addresses"] == EIGHT
 
 

@@ -512,6 +512,19 @@ def test_a_spec_by_hand_with_indexes_swapped(cdi, node):
     assert "nvidia.com/gpu=7" in next(f for f in checked["findings"] if f["code"] == "cdi_device_extra")["message"]
 
 
+def test_a_spec_with_a_nul_in_a_device_node_path(cdi, node):
+    """JSON can carry a NUL in a path; the comparison says the node is missing rather than failing with a traceback."""
+    prepare(node, cdi.install("pcie-l40s"))
+    target = node.path("/etc/cdi/nvidia.json")
+    os.makedirs(os.path.dirname(target))
+    with open(target, "w", encoding="ascii") as handle:
+        handle.write('{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "0", "containerEdits": '
+                     '{"deviceNodes": [{"path": "/dev/nvidia0\\u0000"}]}}]}')
+    rc, checked = cdi("pcie-l40s", **dict(node.args(state="check"), path=target))
+    assert rc == 0, checked
+    assert (-1, "cdi_device_node_missing") in codes(checked) and checked["stale"] is True
+
+
 BROKEN = [
     ("not yaml", "devices: [\n", "it is not YAML"),
     ("not a mapping", "- 1\n- 2\n", "it is not a mapping"),
@@ -670,7 +683,29 @@ def test_without_pynvml(cdi, node, monkeypatch):
     assert rc == 1 and "nvidia-ml-py" in result["msg"] and not os.path.lexists(node.path("/etc/cdi"))
 
 
+@pytest.mark.parametrize("extra, said", [
+    (["gpu.0.uuid=GPU-767148cd b4af"], "name 'GPU-767148cd b4af' is not a CDI device name"),
+    (["gpu.1.uuid=GPU-767148cd-b4af-4004-a674-b1a6ab7cc7ac"],
+     "name GPU-767148cd-b4af-4004-a674-b1a6ab7cc7ac is given twice"),
+])
+def test_an_nvml_answer_that_makes_a_spec_runtimes_refuse(cdi, node, extra, said):
+    """A UUID that is no CDI name, or one NVML gives two GPUs: the spec would be refused by every runtime (no GPU for
+    any container), so it is not written, and the old spec stays."""
+    prepare(node, cdi.install("pcie-l40s", extra))
+    node.file("/etc/cdi/nvidia.yaml", "old: spec\n")
+    rc, result = cdi("pcie-l40s", **node.args())
+    assert rc == 1 and said in result["msg"] and "nothing was written" in result["msg"], result
+    assert open(node.path("/etc/cdi/nvidia.yaml"), encoding="ascii").read() == "old: spec\n"
+
+
+def test_a_duplicate_mig_uuid_is_not_written(cdi, node):
+    prepare(node, cdi.install("dgx-a100-mig", ["gpu.0.gi.8.ci.0.uuid=MIG-2960a99b-cfa9-44ae-9958-5271b5f50c61"]))
+    rc, result = cdi("dgx-a100-mig", **node.args())
+    assert rc == 1 and "MIG-2960a99b-cfa9-44ae-9958-5271b5f50c61 is given twice" in result["msg"], result
+    assert not os.path.lexists(node.path("/etc/cdi"))
+
 # --- hostile paths -------------------------------------------------------------------------------------------------
+
 
 def test_a_symlink_is_refused(cdi, node):
     prepare(node, cdi.install("pcie-l40s"))
@@ -752,3 +787,20 @@ def test_mode_only_is_fixed(cdi, node):
     assert (checked["stale"], checked["differs"]) == (False, True)
     rc, fixed = cdi("pcie-l40s", **node.args())
     assert rc == 0 and fixed["changed"] and stat.S_IMODE(os.stat(node.path("/etc/cdi/nvidia.yaml")).st_mode) == 0o644
+
+
+def test_directories_made_for_a_spec_that_cannot_be_written_are_removed(cdi, node, monkeypatch):
+    """The failure says nothing was written, and that holds for the directories too: those the run made for the spec
+    are removed again when the spec cannot be put in place."""
+    prepare(node, cdi.install("pcie-l40s"))
+
+    def refuse(_src, _dst):
+        raise PermissionError(30, "Read-only file system")
+
+    os.makedirs(node.path("/etc"))
+    monkeypatch.setattr(_files.os, "replace", refuse)
+    target = node.path("/etc/cdi/site/nvidia.yaml")
+    rc, result = cdi("pcie-l40s", **dict(node.args(), path=target))
+    assert rc == 1 and result["msg"].endswith("cannot be written: Read-only file system; nothing was written")
+    assert result["changed"] is False
+    assert os.path.isdir(node.path("/etc")) and not os.path.lexists(node.path("/etc/cdi"))

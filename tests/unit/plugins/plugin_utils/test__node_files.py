@@ -3,6 +3,10 @@ paths an entry list stands for, and the decision from an earlier read."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+
 import pytest
 
 from ansible_collections.accelops.gpu.plugins.plugin_utils._errors import NodeFilesError
@@ -147,3 +151,39 @@ def test_a_boolean_mode_is_not_called_a_number():
     with pytest.raises(NodeFilesError) as caught:
         check_args({"files": [{"dest": "/x", "content": "y", "mode": True}]})
     assert str(caught.value).endswith("such as '0644', got True")
+
+
+SECRET_TEXT = "StoragePass=TOPSECRET-16chars\n"
+
+
+def test_a_secret_text_goes_to_the_node_only_as_base64():
+    """The node's module writes its arguments into the node's log ("Invoked with ..."), all but those marked no_log:
+    a secret file's text goes as base64, which is one of them, never as content."""
+    node = node_entries({"files": [{"dest": "/k", "template": "k.j2", "secret": True, "mode": "0600"},
+                                   {"dest": "/p", "content": "plain\n"}]}, lambda kind, name, dest: SECRET_TEXT)
+    assert node == [{"dest": "/k", "mode": "0600", "secret": True,
+                     "base64": base64.b64encode(SECRET_TEXT.encode()).decode()},
+                    {"dest": "/p", "content": "plain\n"}]
+    assert settled(node, {}, {"/k": {"exists": True, "type": "file", "mode": "0600",
+                                     "checksum": hashlib.sha1(SECRET_TEXT.encode()).hexdigest()},  # nosec
+                              "/p": {"exists": True, "type": "file", "mode": "0644",
+                                     "checksum": hashlib.sha1(b"plain\n").hexdigest()}}) is not None  # nosec
+
+
+def test_the_node_never_logs_a_secret(tmp_path, module_result, monkeypatch):
+    from ansible.module_utils.basic import AnsibleModule
+
+    from ansible_collections.accelops.gpu.plugins.modules import node_files
+
+    logged = []
+    monkeypatch.setattr(AnsibleModule, "log", lambda self, msg, log_args=None: logged.append(msg))
+    dest = str(tmp_path / "slurmdbd.conf")
+    node = node_entries({"files": [{"dest": dest, "template": "slurmdbd.conf.j2", "secret": True, "mode": "0600"}]},
+                        lambda kind, name, dest: SECRET_TEXT)
+    rc, result = module_result(node_files, {"files": node, "_ansible_diff": True})
+    assert rc == 0 and result["changed"] is True, result
+    assert logged and not any("TOPSECRET" in message or base64.b64encode(SECRET_TEXT.encode()).decode() in message
+                              for message in logged), logged
+    assert "TOPSECRET" not in json.dumps(result)
+    with open(dest, encoding="utf-8") as handle:
+        assert handle.read() == SECRET_TEXT

@@ -943,6 +943,15 @@ def test_every_problem_is_said_at_once():
         "slurm_site_scripts.TaskProlog", "slurm_site_scripts.Bogus", "slurm_site_scripts.HealthCheckInterval"]
 
 
+def test_thousands_of_problems_are_a_bounded_message():
+    """The preflight joins the problems into its failure: a dict of thousands of unknown keys (a variable that is some
+    other dict) gives the first ten and a count, not a message of megabytes."""
+    checked = site_scripts({"Key%d" % n: "x" for n in range(5000)})
+    assert len(checked["problems"]) == 11 and checked["problems"][-1] == "slurm_site_scripts: and 4990 more problems"
+    assert checked["problems"][0].startswith("slurm_site_scripts.Key0 is not a setting")
+    assert len("; ".join(checked["problems"])) < 5000
+
+
 HAND_WRITTEN = ("ClusterName=gpu\nProlog=/etc/slurm/prolog.d/*\nEpilog=/etc/slurm/epilog.d/*\nPrologFlags=Alloc\n"
                 "taskprolog=/usr/local/sbin/task-prolog\nHealthCheckProgram=/usr/sbin/nhc HealthCheckInterval=300\n"
                 "HealthCheckNodeState=idle,cycle\n")
