@@ -14,7 +14,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PATH := $(BIN):$(PATH)
 export MIRROR_PORT ?= 18080
 
-.PHONY: help venv lint sanity units browser check sim mirror molecule release compat docs test demo bench lock clean
+.PHONY: help venv lint sanity units browser podman check sim mirror molecule release compat docs test demo bench lock clean
 
 help:
 	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker (a one-node Slurm cluster, its GPU exporter) and show what it found"
@@ -69,8 +69,14 @@ browser:
 	command -v chromium >/dev/null && command -v pdftotext >/dev/null || { apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium poppler-utils fonts-dejavu-core; }
 
-# The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
-sim: venv $(FAKENVML) $(LINKED) $(PROMTOOL)
+# Podman and crun from the distribution, on this machine: the real CDI consumer that the gpu_settings scenario's
+# verification asks to resolve the CDI spec written on a simulated node (docs/containers.md).
+podman:
+	command -v podman >/dev/null && command -v crun >/dev/null || { apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman crun; }
+
+# The simulated GPU node's parts: Docker, base images, fake NVML, the mirror the roles install from, and Podman.
+sim: venv $(FAKENVML) $(LINKED) $(PROMTOOL) podman
 	tests/sim/images/docker-up.sh
 	tests/sim/images/build-image.sh bookworm
 	tests/sim/images/build-image.sh trixie
