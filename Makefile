@@ -14,7 +14,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PATH := $(BIN):$(PATH)
 export MIRROR_PORT ?= 18080
 
-.PHONY: help venv lint sanity units browser pkgtools check sim mirror molecule release compat docs test demo bench lock clean
+.PHONY: help venv lint sanity units browser pkgtools podman check sim mirror molecule release compat docs test demo bench lock clean
 
 help:
 	@echo "make demo     run site.yml on a simulated 8-GPU DGX H100 node in Docker (a one-node Slurm cluster, its GPU exporter) and show what it found"
@@ -75,8 +75,14 @@ pkgtools:
 	command -v dpkg >/dev/null && command -v rpm >/dev/null || { apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends rpm; }
 
-# The simulated GPU node's parts: Docker, base images, fake NVML, and the mirror the roles install from.
-sim: venv $(FAKENVML) $(LINKED) $(PROMTOOL)
+# Podman and crun from the distribution, on this machine: the real CDI consumer that the gpu_settings scenario's
+# verification asks to resolve the CDI spec written on a simulated node (docs/containers.md).
+podman:
+	command -v podman >/dev/null && command -v crun >/dev/null || { apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends podman crun; }
+
+# The simulated GPU node's parts: Docker, base images, fake NVML, the mirror the roles install from, and Podman.
+sim: venv $(FAKENVML) $(LINKED) $(PROMTOOL) podman
 	tests/sim/images/docker-up.sh
 	tests/sim/images/build-image.sh bookworm
 	tests/sim/images/build-image.sh trixie

@@ -29,6 +29,9 @@ description:
     M(accelops.gpu.gpu_health)'s findings.
   - Without nvidia-ml-py, without a loaded driver, or on any NVML error the task fails and nothing is written or
     judged; an NVML error is never an empty GPU list. A lost GPU is left out of the spec and said in a warning.
+  - In check mode, O(state=present) without nvidia-ml-py or a loaded driver (which an earlier task of the same run
+    may install) warns and reports a change, as a real run would write the spec; only RV(path) and RV(differs) are
+    returned then.
   - Refuses a path that is a symbolic link, a directory or anything but a regular file.
 options:
   state:
@@ -167,7 +170,7 @@ path:
 stale:
   description: Whether the spec that was at RV(path) before the run is not true of the node (RV(findings) other than
     a lost GPU). With O(state=present) the spec is then rewritten (in check mode, would be).
-  returned: success
+  returned: success, except in check mode when NVML cannot be asked
   type: bool
   sample: true
 differs:
@@ -185,7 +188,7 @@ findings:
       the MIG devices of a layout since changed), C(cdi_device_differs) (a name that leads to other device nodes than
       NVML's), C(cdi_device_node_missing), C(cdi_mount_missing), C(cdi_driver_version) (libraries of another release
       than the loaded driver), C(gpu_lost) (a GPU left out and not judged)."
-  returned: success
+  returned: success, except in check mode when NVML cannot be asked
   type: list
   elements: dict
   sample:
@@ -195,19 +198,19 @@ findings:
       message: the spec is for driver 535.161.08; the loaded driver is 550.54.15
 devices:
   description: The device names of the spec written (or, with O(state=check), of the spec that would be written).
-  returned: success
+  returned: success, except in check mode when NVML cannot be asked
   type: list
   elements: str
   sample: ["0", "0:0", "1", "GPU-5b357cbf-a18f-4d4b-a1fa-e80574e9a835", "MIG-2960a99b-cfa9-44ae-9958-5271b5f50c61",
            all]
 driver_version:
   description: The loaded driver's release, as NVML gives it.
-  returned: success
+  returned: success, except in check mode when NVML cannot be asked
   type: str
   sample: 550.54.15
 lost_gpus:
   description: Indexes of the GPUs left out because NVML says they are lost.
-  returned: success
+  returned: success, except in check mode when NVML cannot be asked
   type: list
   elements: int
   sample: [2]
@@ -249,15 +252,24 @@ def judge(state, path, expected, owners, node):
     return _cdi.compare(spec, expected, owners, node)
 
 
-def read_node(module):
+def unavailable(module, problem, path):
+    """NVML cannot be asked: the module fails, except with state=present in check mode, where an earlier task of the
+    same run may be what installs nvidia-ml-py or the driver: it says so and predicts a write."""
+    if module.check_mode and module.params["state"] == "present":
+        module.warn("check mode: %s; the spec cannot be built, a real run would write it" % problem)
+        module.exit_json(changed=True, path=path, differs=True)
+    module.fail_json(msg="%s; nothing was written" % problem)
+
+
+def read_node(module, path):
     """NVML's view of the GPUs, in one session; fails the module when NVML cannot give it."""
     if not _nvml.HAS_PYNVML:
-        module.fail_json(msg="%s; nothing was written" % _nvml.MISSING_LIB_HINT)
+        unavailable(module, _nvml.MISSING_LIB_HINT, path)
     try:
         with _nvml.NvmlSession() as session:
             _available, loaded, reason = session.open()
             if not loaded:
-                module.fail_json(msg="NVML is not usable on this host: %s; nothing was written" % reason)
+                unavailable(module, "NVML is not usable on this host: %s" % reason, path)
             return _cdi.read_gpus(session)
     except _cdi.CdiError as exc:
         module.fail_json(msg=str(exc))
@@ -308,7 +320,7 @@ def main():
     except _cdi.CdiError as exc:
         module.fail_json(msg=str(exc), path=path)
 
-    node = read_node(module)
+    node = read_node(module, path)
     check = params["state"] == "check"
     try:
         spec, owners = _cdi.build_spec(node, host, options)

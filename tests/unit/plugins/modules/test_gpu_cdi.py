@@ -704,8 +704,25 @@ def test_a_duplicate_mig_uuid_is_not_written(cdi, node):
     assert rc == 1 and "MIG-2960a99b-cfa9-44ae-9958-5271b5f50c61 is given twice" in result["msg"], result
     assert not os.path.lexists(node.path("/etc/cdi"))
 
-# --- hostile paths -------------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("name", ["pcie-l40s", "driver-not-loaded"])
+def test_check_mode_before_nvml_is_in_place(cdi, node, monkeypatch, name):
+    """In check mode an earlier task of the run may install nvidia-ml-py or the driver: state=present says that it
+    would write the spec and writes nothing; state=check still fails."""
+    from ansible_collections.accelops.gpu.plugins.module_utils import _nvml
+    prepare(node, cdi.install(name))
+    if name == "pcie-l40s":
+        monkeypatch.setattr(_nvml, "HAS_PYNVML", False)
+    rc, result = cdi(name, **node.args(_ansible_check_mode=True))
+    assert rc == 0 and result["changed"] and result["differs"], result
+    assert "stale" not in result and not os.path.lexists(node.path("/etc/cdi"))
+    assert any("check mode: " in str(w) and "a real run would write it" in str(w)
+               for w in result.get("warnings", [])), result
+    rc, result = cdi(name, **node.args(state="check", _ansible_check_mode=True))
+    assert rc == 1 and "nothing was written" in result["msg"]
+
+
+# --- hostile paths -------------------------------------------------------------------------------------------------
 
 def test_a_symlink_is_refused(cdi, node):
     prepare(node, cdi.install("pcie-l40s"))
