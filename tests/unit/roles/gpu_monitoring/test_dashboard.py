@@ -102,6 +102,16 @@ def test_panels_of_the_collections_series_alone_say_so():
             assert "the collection's exporter only" in panel["description"], panel["title"]
 
 
+def test_legends_name_labels_that_every_series_has():
+    """Grafana writes a label's name where a series lacks it (Hostname on a node that calls it hostname): legends name
+    the scrape target, the GPU and what the query groups by."""
+    for panel in all_panels():
+        for target in panel["targets"]:
+            grouped = re.match(r"\A\w+ by \(([^)]*)\)", target["expr"])
+            allowed = {item.strip() for item in grouped.group(1).split(",")} if grouped else {"instance", "gpu"}
+            assert set(re.findall(r"\{\{\s*(\S+?)\s*\}\}", target["legendFormat"])) <= allowed, panel["title"]
+
+
 def test_every_query_parses(tmp_path):
     """Prometheus' own parser, through promtool check rules: each query with Grafana's variables replaced, as a
     recording rule."""
