@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The Grafana dashboard shipped with gpu_monitoring (roles/gpu_monitoring/files/grafana/accelops-gpu.json): its
 queries, with Grafana's variables replaced by values, and a check that runs each against a Prometheus.
 
@@ -63,8 +62,8 @@ def queries(dashboard):
             continue
         match = LABEL_VALUES.match(variable_query(variable).strip())
         if not match:
-            raise ValueError("variable %r: not label_values(SELECTOR, LABEL): %r" % (variable.get("name"),
-                                                                                    variable_query(variable)))
+            raise ValueError("variable %r: not label_values(SELECTOR, LABEL): %r"
+                             % (variable.get("name"), variable_query(variable)))
         found.append(("variable %r" % variable.get("name"), match.group("selector") or "up", match.group("label")))
     return found
 
@@ -129,7 +128,7 @@ def check(prometheus, values, wait=20.0, dashboard=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--prometheus", required=True, help="Prometheus' base URL")
     parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE", help="a variable's value")
     parser.add_argument("--dashboard", default=str(DASHBOARD))
