@@ -136,7 +136,7 @@ def test_mig_minors_that_are_not_a_file_are_refused_without_waiting(tmp_path, ki
     elif kind == "directory":
         table.mkdir()
     host = _cdi.Host("/", proc_root=str(tmp_path))
-    with pytest.raises(_cdi.CdiError, match="mig-minors cannot be read .*nothing was written"):
+    with pytest.raises(_cdi.CdiError, match=r"mig-minors cannot be read .*nothing was written"):
         host.mig_minors()
 
 
