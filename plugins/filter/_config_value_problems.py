@@ -27,8 +27,9 @@ description:
     locations, for pip's command line: URLs or absolute paths without spaces), V(pip_location_list) (the same as
     a list only, for C(--find-links)), V(listen_address) (C(HOST:PORT),
     C([IPv6]:PORT) or C(:PORT)), V(host_name), V(host_address) (a host name or an IP address),
-    V(absolute_path) (without C(.) or C(..) parts), V(system_user) and V(system_users) (a list),
-    for a service's command line and unit file; V(basic_auth_users) (a dict of user names and bcrypt hashes, for an
+    V(absolute_path) (without C(.) or C(..) parts), V(absolute_paths) (a list), V(system_user) and
+    V(system_users) (a list), for a service's command line and unit file; V(basic_auth_users) (a dict of user
+    names and bcrypt hashes, for an
     exporter's web configuration: a value that is not a hash is not shown in the message)."
 options:
   _input:
@@ -40,8 +41,8 @@ options:
     type: str
     required: true
     choices: [modprobe_options, kernel_modules, apt_pin_value, limits_domains, nccl_env, unit_names, pip_locations,
-              pip_location_list, listen_address, host_name, host_address, absolute_path, system_user, system_users,
-              basic_auth_users]
+              pip_location_list, listen_address, host_name, host_address, absolute_path, absolute_paths, system_user,
+              system_users, basic_auth_users]
   name:
     description: The variable's name, for the messages.
     type: str

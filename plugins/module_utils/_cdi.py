@@ -203,8 +203,12 @@ class Host:
         if self._mig_minors is None:
             path = os.path.join(self.proc_root, MIG_MINORS)
             try:
-                with open(path, encoding="ascii", errors="replace") as handle:
-                    lines = handle.read(1024 * 1024).splitlines()
+                # Without blocking: a FIFO or device where the driver's table should be is refused, not waited on.
+                descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+                with os.fdopen(descriptor, "rb") as handle:
+                    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                        raise OSError(0, "not a regular file")
+                    lines = handle.read(1024 * 1024).decode("ascii", errors="replace").splitlines()
             except OSError as exc:
                 raise CdiError("%s cannot be read (%s): the MIG capability device nodes are unknown; nothing was "
                                "written" % (path, exc.strerror or exc)) from None

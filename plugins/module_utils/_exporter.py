@@ -14,10 +14,15 @@ reading itself) is in the text as accelops_gpu_nvml_up 0 or accelops_gpu_exporte
 Run on the node by its program, node_programs/accelops-gpu-exporter.py (with pynvml and prometheus_client
 importable): accelops-gpu-exporter --lib DIR [--listen HOST:PORT [--web.config.file PATH] | --textfile PATH
 [--interval SECONDS]] [--hostname NAME] [--hostname-label Hostname|hostname] [--hpc-job-mapping-dir DIR]
-[--sysfs-root DIR]
+[--sysfs-root DIR] [--cdi-spec PATH ... | --no-cdi] [--driver-root DIR] [--proc-root DIR]
 
 With --hpc-job-mapping-dir (dcgm-exporter's option of that name), the series of a GPU that a job holds carry the job's
 id in hpc_job (module_utils/_job_map.py reads the directory at every scrape).
+
+The node's CDI specs (by default /etc/cdi/nvidia.yaml and /var/run/cdi/nvidia.yaml, those that exist) are judged against
+NVML as gpu_health judges them: a stale or unreadable spec is a warning finding (accelops_gpu_health_finding with a
+cdi_* code) and makes the verdict at least "warning". A judgement is made again only when a spec, the driver or the
+MIG devices change, or a minute after the last one (CdiJudge).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ try:
 except ImportError:  # main() says that the exporter needs it
     CollectorRegistry = None
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _job_map
+from ansible_collections.accelops.gpu.plugins.module_utils import _cdi, _job_map
 from ansible_collections.accelops.gpu.plugins.module_utils._gpu_facts import GpuFactsCollector, resolve_subsets
 from ansible_collections.accelops.gpu.plugins.module_utils._metrics import (
     CONTENT_TYPE,
@@ -70,6 +75,11 @@ MAX_REQUESTS = 4
 FRESH_S = 1.0
 REQUEST_TIMEOUT_S = 10
 
+
+# The CDI specs judged by default: where nvidia-ctk and gpu_cdi write them. A judgement stands this long when nothing
+# it can see cheaply (the spec files, the driver, the GPUs and MIG devices) has changed.
+CDI_SPECS = ("/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.yaml")
+CDI_RECHECK_S = 60.0
 
 NVML_ERROR_TIMEOUT = 10
 XID_EVENT = 0x8  # nvmlEventTypeXidCriticalError
@@ -195,6 +205,67 @@ class XidWatcher:
                 "watched": list(self.watched)}
 
 
+class CdiJudge:
+    """gpu_health's findings about the node's CDI specs (warnings: a spec that no longer matches NVML, or that cannot be
+    read or judged), for the exporter's readings. A judgement reads each spec and works out the spec the node calls
+    for (dozens of file checks): it is made again only when a spec file, the driver or the GPUs' MIG devices change
+    (seen from the reading's facts and one stat per spec), or recheck_s after the last one (a device node or a
+    library that changed meanwhile); between, the last findings stand."""
+
+    __slots__ = ("_at", "_findings", "_key", "host", "judged", "paths", "recheck_s")
+
+    def __init__(self, paths=CDI_SPECS, host=None, recheck_s=CDI_RECHECK_S):
+        self.paths = [os.path.normpath(path) for path in paths]
+        self.host = host if host is not None else _cdi.Host("/")
+        self.recheck_s = recheck_s
+        self.judged = 0
+        self._at = self._key = None
+        self._findings = []
+
+    def _files(self):
+        found = []
+        for path in self.paths:
+            try:
+                info = os.lstat(path)
+            except OSError as exc:
+                found.append((path, exc.errno))
+            else:
+                found.append((path, info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns))
+        return tuple(found)
+
+    @staticmethod
+    def _gpus(facts):
+        gpus = []
+        for gpu in facts.get("gpus") or []:
+            if isinstance(gpu, dict):
+                migs = tuple((mig.get("uuid"), mig.get("gpu_instance_id"), mig.get("compute_instance_id"))
+                             for mig in gpu.get("mig_devices") or [] if isinstance(mig, dict))
+                gpus.append((gpu.get("index"), gpu.get("uuid"), gpu.get("minor_number"), gpu.get("mig_mode"), migs))
+        return (facts.get("driver_version"), tuple(gpus))
+
+    def findings(self, session, facts):
+        """The findings for this reading (session: its open NvmlSession; facts: what it read)."""
+        key = (self._files(), self._gpus(facts))
+        now = time.monotonic()
+        if key != self._key or self._at is None or now - self._at >= self.recheck_s:
+            self._findings = _cdi.health_findings(self.paths, session, self.host)
+            self._key, self._at = key, now
+            self.judged += 1
+        return list(self._findings)
+
+
+def with_cdi(facts, cdi):
+    """The facts with the CDI findings in their health verdict (at least "warning" where there is one), as gpu_health
+    adds them."""
+    if not cdi:
+        return facts
+    health = facts.get("health") or {}
+    status = health.get("status") or "unknown"
+    if status == "ok":
+        status = "warning"
+    return dict(facts, health=dict(health, status=status, findings=list(health.get("findings") or []) + cdi))
+
+
 def _address(handle):
     return ctypes.cast(handle, ctypes.c_void_p).value
 
@@ -204,31 +275,35 @@ def _lock_of(watcher):
     return watcher.lock if watcher is not None else threading.Lock()
 
 
-def _read_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None):
+def _read_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None, cdi=None):
     """One reading under the lock, with the watcher's XID counts where one watches, as metric families; whatever
     raises on the way is the error page, never an empty answer or a dropped connection."""
     try:
         with lock:
-            return read(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None, job_map_dir)
+            return read(hostname, sysfs_root, lib, watcher.state() if watcher is not None else None, job_map_dir,
+                        cdi=cdi)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
         return failed(hostname, "%s: %s" % (type(exc).__name__, exc))
 
 
-def _scrape_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None):
+def _scrape_with(lock, hostname, sysfs_root, lib, watcher, *, job_map_dir=None, cdi=None):
     """_read_with as exposition text."""
-    return render(_read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir))
+    return render(_read_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir, cdi=cdi))
 
 
-def read(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None):
+def read(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None, *, cdi=None):
     """One reading of the node (hostname: its name or a Node) as metric families (prometheus_client's), with how long
     it took and how many NVML calls it made; with xid (an XidWatcher's state()), the XID errors it counted; with
     job_map_dir, the jobs on each GPU as the job map says after the GPUs were read (a job that ends meanwhile is not
-    given a GPU it has left)."""
+    given a GPU it has left); with cdi (a CdiJudge), its findings about the CDI specs in the health verdict, where
+    NVML answered."""
     start = time.monotonic()
     session = NvmlSession(lib)
     try:
         with session:
             facts = GpuFactsCollector(session, resolve_subsets(list(SUBSETS)), sysfs_root).collect()
+            if cdi is not None and facts.get("driver_loaded"):
+                facts = with_cdi(facts, cdi.findings(session, facts))
         jobs = _job_map.read(job_map_dir) if job_map_dir else None
         out = collect(facts, hostname, xid, jobs=jobs)
     except Exception as exc:  # pylint: disable=broad-except  # a scrape reports its failure, it never ends the exporter
@@ -241,9 +316,9 @@ def read(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None):
     return out.families()
 
 
-def scrape(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None):
+def scrape(hostname, sysfs_root="/sys", lib=None, xid=None, job_map_dir=None, *, cdi=None):
     """One reading of the node as exposition text (see read)."""
-    return render(read(hostname, sysfs_root, lib, xid, job_map_dir))
+    return render(read(hostname, sysfs_root, lib, xid, job_map_dir, cdi=cdi))
 
 
 def _failed(hostname, error):
@@ -265,9 +340,9 @@ class GpuCollector:
     that the XID watcher shares), or the reading of another request younger than FRESH_S (requests that queued behind
     one share it)."""
 
-    def __init__(self, hostname, sysfs_root="/sys", lib=None, watcher=None, job_map_dir=None):
+    def __init__(self, hostname, sysfs_root="/sys", lib=None, watcher=None, job_map_dir=None, *, cdi=None):
         self.hostname, self.sysfs_root, self.lib, self.watcher = hostname, sysfs_root, lib, watcher
-        self.job_map_dir = job_map_dir
+        self.job_map_dir, self.cdi = job_map_dir, cdi
         self.lock = _lock_of(watcher)
         self._fresh = threading.Lock()
         self._at = None
@@ -277,7 +352,7 @@ class GpuCollector:
         with self._fresh:
             if self._at is None or time.monotonic() - self._at >= FRESH_S:
                 self._families = _read_with(self.lock, self.hostname, self.sysfs_root, self.lib, self.watcher,
-                                            job_map_dir=self.job_map_dir)
+                                            job_map_dir=self.job_map_dir, cdi=self.cdi)
                 self._at = time.monotonic()
             return list(self._families)
 
@@ -305,7 +380,7 @@ def write_textfile(path, text):
 
 
 def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, rounds=None, watcher=None,
-                  job_map_dir=None):
+                  job_map_dir=None, cdi=None):
     """Write a reading to path once (interval 0; 1 when it fails), or every interval seconds for ever (or for
     rounds): a write that fails is said on stderr and tried again at the next round, as a service should. With a
     watcher (an XidWatcher), its XID counts are in every reading."""
@@ -314,7 +389,8 @@ def textfile_loop(path, hostname, sysfs_root="/sys", lib=None, *, interval=0, ro
     while True:
         start = time.monotonic()
         try:
-            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir))
+            write_textfile(path, _scrape_with(lock, hostname, sysfs_root, lib, watcher, job_map_dir=job_map_dir,
+                                              cdi=cdi))
         except (OSError, ValueError) as exc:
             sys.stderr.write("accelops-gpu-exporter: %s\n" % exc)
             if not interval:
@@ -648,12 +724,12 @@ def _quiet(loop, context):
 
 
 def make_server(host, port, hostname, sysfs_root="/sys", lib=None, *, watcher=None, web=None, job_map_dir=None,
-                **limits):
+                cdi=None, **limits):
     """An HTTP(S) server (not yet serving) whose /metrics is a reading (GpuCollector) per request; with a watcher (an
     XidWatcher, whose lock the readings share), its XID counts in every scrape; with web (a WebConfig), TLS and basic
     authentication."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(GpuCollector(hostname, sysfs_root, lib, watcher, job_map_dir))
+    registry.register(GpuCollector(hostname, sysfs_root, lib, watcher, job_map_dir, cdi=cdi))
     family, address = _bind_family(host, port)
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -696,6 +772,12 @@ def main(argv=None, lib=None):
     parser.add_argument("--no-xid", action="store_true", help="do not watch NVML's events for XID errors")
     parser.add_argument("--web.config.file", dest="web_config_file", metavar="PATH",
                         help="with --listen: TLS and basic authentication, as Prometheus' exporter toolkit reads them")
+    parser.add_argument("--cdi-spec", action="append", metavar="PATH",
+                        help="a CDI spec to judge against NVML, in the health verdict (repeat for several; default %s)"
+                        % " and ".join(CDI_SPECS))
+    parser.add_argument("--no-cdi", action="store_true", help="judge no CDI spec")
+    parser.add_argument("--driver-root", default="/", help="where the driver's files and device nodes are (CDI)")
+    parser.add_argument("--proc-root", default="/proc", help="where the driver's /proc files are (CDI, MIG devices)")
     args = parser.parse_args(argv)
     if CollectorRegistry is None:
         sys.stderr.write("accelops-gpu-exporter: needs the Python package prometheus_client in its environment (%s)\n"
@@ -708,6 +790,20 @@ def main(argv=None, lib=None):
     if args.hpc_job_mapping_dir is not None and not (args.hpc_job_mapping_dir.startswith("/")
                                                      and _one_line(args.hpc_job_mapping_dir)):
         parser.error("--hpc-job-mapping-dir must be an absolute path on one line")
+    cdi = None
+    if args.no_cdi and args.cdi_spec:
+        parser.error("--cdi-spec and --no-cdi exclude each other")
+    if not args.no_cdi:
+        for path in args.cdi_spec or CDI_SPECS:
+            problem = _cdi.check_path(path)
+            if problem or not _one_line(path):
+                parser.error("--cdi-spec: %s" % (problem[len("path: "):] if problem else "a path on one line"))
+        for name in ("driver_root", "proc_root"):
+            problem = _cdi.check_root(name, getattr(args, name))
+            if problem or not _one_line(getattr(args, name)):
+                parser.error("--%s: an absolute directory on one line, got %r" % (name.replace("_", "-"),
+                                                                                 getattr(args, name)))
+        cdi = CdiJudge(args.cdi_spec or CDI_SPECS, _cdi.Host(args.driver_root, None, args.sysfs_root, args.proc_root))
     node = Node(args.hostname, args.hostname_label)
     if args.interval and not (args.textfile and 1 <= args.interval <= 3600):
         parser.error("--interval goes with --textfile and is from 1 to 3600 seconds")
@@ -723,7 +819,7 @@ def main(argv=None, lib=None):
             watcher.start()
         try:
             return textfile_loop(args.textfile, node, args.sysfs_root, lib, interval=args.interval,
-                                 watcher=watcher, job_map_dir=args.hpc_job_mapping_dir)
+                                 watcher=watcher, job_map_dir=args.hpc_job_mapping_dir, cdi=cdi)
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -735,7 +831,7 @@ def main(argv=None, lib=None):
     try:
         host, port = parse_listen(args.listen)
         server = make_server(host, port, node, args.sysfs_root, lib, watcher=watcher, web=web,
-                             job_map_dir=args.hpc_job_mapping_dir)
+                             job_map_dir=args.hpc_job_mapping_dir, cdi=cdi)
     except (OSError, ValueError) as exc:
         sys.stderr.write("accelops-gpu-exporter: cannot listen on %s: %s\n" % (args.listen, exc))
         return 1

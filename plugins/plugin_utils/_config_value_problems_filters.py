@@ -87,7 +87,10 @@ def _mapping(problems, name, value):
 
 def _sequence(problems, name, value):
     if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
-        problems.append("%s: must be a list, got %s" % (name, type(value).__name__))
+        # The plain type's name: ansible-core 2.19 gives templated values tagged types (_AnsibleTaggedStr).
+        kind = next((plain.__name__ for plain in (bool, str, bytes, dict, int, float) if isinstance(value, plain)),
+                    type(value).__name__)
+        problems.append("%s: must be a list, got %s" % (name, kind))
         return []
     return value
 
@@ -175,6 +178,7 @@ FORMATS = {
     "listen_address": _listen,
     "host_name": _single(HOST_NAME, "host_name"),
     "absolute_path": _single(ABSOLUTE_PATH, "path"),
+    "absolute_paths": _listed(ABSOLUTE_PATH, "path"),
     "system_user": _single(SYSTEM_USER, "user"),
     "system_users": _listed(SYSTEM_USER, "user"),
     "host_address": _single(HOST_ADDRESS, "address"),

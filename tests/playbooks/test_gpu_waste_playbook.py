@@ -139,3 +139,16 @@ def test_sacct_that_fails_is_one_clear_error(work, tmp_path):
     assert run.returncode != 0
     assert "sacct failed on ctl (exit 1): sacct: error: Problem talking to the database" in run.stdout
     assert not (tmp_path / "down").exists()
+
+
+def test_an_html_that_cannot_be_written_says_the_data_was(work, tmp_path):
+    """A directory where the HTML goes: the run fails, naming the HTML and saying that its JSON was written."""
+    (tmp_path / "html" / "gpu-waste.html").mkdir(parents=True)
+    run = playbook(work, "-e", json.dumps({"accelops_gpu_waste_dir": str(tmp_path / "html"),
+                                           "accelops_gpu_waste_start": "2026-12-01",
+                                           "accelops_gpu_waste_end": "2026-12-02T00:00:00"}))
+    assert run.returncode != 0
+    said = " ".join(run.stdout.split())
+    assert "The GPU waste report %s/gpu-waste.html could not be written" % (tmp_path / "html") in said, said[-3000:]
+    assert "Its data %s/gpu-waste.json was written; nothing else changed." % (tmp_path / "html") in said
+    assert json.loads((tmp_path / "html" / "gpu-waste.json").read_text())["summary"]["jobs"] > 0

@@ -126,6 +126,20 @@ def test_mig_minors_skips_malformed_lines(tmp_path):
         host.cap_node("gpu0/gi2/access")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory", "missing"])
+def test_mig_minors_that_are_not_a_file_are_refused_without_waiting(tmp_path, kind):
+    """A FIFO where the driver's table should be is refused at once (a blocking open would hang the module)."""
+    (tmp_path / "driver/nvidia-caps").mkdir(parents=True)
+    table = tmp_path / "driver/nvidia-caps/mig-minors"
+    if kind == "fifo":
+        os.mkfifo(table)
+    elif kind == "directory":
+        table.mkdir()
+    host = _cdi.Host("/", proc_root=str(tmp_path))
+    with pytest.raises(_cdi.CdiError, match=r"mig-minors cannot be read .*nothing was written"):
+        host.mig_minors()
+
+
 def test_libraries_once_through_a_merged_usr(tmp_path):
     """/lib -> usr/lib: a library is found once, under the first folder that has it; its links from the host."""
     lib = tmp_path / "usr/lib/x86_64-linux-gnu"

@@ -275,7 +275,7 @@ def test_a_scrape_that_raises_outside_the_reading_answers_the_error_page(nvml_fi
     nvml_fixture("dgx-h100")
     calls = []
 
-    def read(*args):
+    def read(*args, **_kwargs):
         calls.append(args)
         raise MemoryError("out of memory") if len(calls) == 1 else RuntimeError("no session")
 
@@ -402,10 +402,10 @@ def test_the_server_bounds_what_clients_can_hold(nvml_fixture, monkeypatch):
     calls = []
     real = _exporter.read
 
-    def slow(*args):
+    def slow(*args, **kwargs):
         calls.append(1)
         time.sleep(0.5)
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(_exporter, "read", slow)
     httpd = _exporter.make_server("127.0.0.1", 0, "node1")
