@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Prove the collection on one ansible-core release, in a virtual environment of its own: the release check (build,
 # install, ansible-doc of every plugin and role, syntax check of every playbook), a real run of the facts playbook and
-# of the gpu_settings role on this machine against the fake NVML (no containers), and ansible-test sanity.
-# Usage: tests/compat.sh VERSION WORKDIR
+# of the gpu_settings role against the fake NVML (on this machine, or in a container of IMAGE), and ansible-test sanity.
+# Usage: tests/compat.sh VERSION WORKDIR [IMAGE]
 #   VERSION: an ansible-core release such as 2.17.0, installed into WORKDIR/venv (kept between runs), or "venv" for
 #   the project's own virtual environment on PATH: then galaxy-importer runs too, and sanity does not (the sanity
 #   stage of make test runs it there).
+#   IMAGE: a Docker image of the simulated node (accelops-sim/debian13:latest), for a release that needs a newer
+#   Python than this machine's: this script runs again inside a container of it, with the same checks. The container
+#   reaches no package index: the wheels for its Python are downloaded here first, into WORKDIR/wheels (kept while
+#   the versions stay the same), and the venv is installed from them alone (COMPAT_WHEELS inside the container).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,20 +18,56 @@ version=${1:?$usage}
 work=$(realpath -m "${2:?$usage}")
 root=$PWD
 fakenvml=$root/build/fakenvml
+image=${3:-}
 [ -f "$fakenvml/libnvidia-ml.so.1" ] || tests/sim/nvml/fakenvml/build.sh "$fakenvml"
 
 mkdir -p "$work"
 if [ "$version" != venv ]; then
   [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "compat: VERSION must be a release such as 2.17.0, not '$version'" >&2; exit 2; }
+  # What the venv holds: ansible-core, and nvidia-ml-py at the version the project pins.
+  packages=("ansible-core==$version" "$(grep -E '^nvidia-ml-py==' requirements.txt)")
+fi
+
+if [ -n "$image" ]; then
+  [ "$version" != venv ] || { echo "compat: IMAGE needs a VERSION such as 2.21.5, not venv" >&2; exit 2; }
+  started=$(date +%s)
+  python_version=$(docker run --rm --network host "$image" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  wheels=$work/wheels
+  want="python $python_version: ${packages[*]}"
+  if [ "$(cat "$wheels/.downloaded" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$wheels"
+    arch=$(uname -m)
+    python3 -m pip download -q --only-binary=:all: --implementation cp --python-version "$python_version" \
+      --platform "manylinux_2_28_$arch" --platform "manylinux2014_$arch" -d "$wheels" "${packages[@]}" \
+      2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+    echo "$want" >"$wheels/.downloaded"
+  fi
+  # The checkout read-only at its own path (the fake NVML in build/fakenvml with it), WORKDIR writable: the logs and
+  # the venv stay here, as for a run on this machine.
+  name=accelops-compat-${version//./-}
+  docker rm -f "$name" >/dev/null 2>&1 || true
+  trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
+  echo "compat: ansible-core $version in a container of $image (Python $python_version)"
+  # PYTHONWARNINGS: cryptography 51 deprecates DSA, and ansible-core 2.21.5 imports its names at every start; that
+  # Python warning (not Ansible's) would fill each log with two lines.
+  docker run --rm --name "$name" --network host -v "$root:$root:ro" -v "$work:$work" -w "$root" \
+    -e COMPAT_WHEELS="$wheels" -e PYTHONWARNINGS="ignore:DSA is deprecated" "$image" tests/compat.sh "$version" "$work"
+  echo "compat: ansible-core $version in $image took $(( $(date +%s) - started )) s"
+  exit
+fi
+
+if [ "$version" != venv ]; then
   venv=$work/venv
-  # nvidia-ml-py at the version the project pins; the venv is kept between runs while the versions stay the same.
-  nvml=$(grep -E '^nvidia-ml-py==' requirements.txt)
-  want="ansible-core==$version $nvml"
+  # The venv is kept between runs while the versions stay the same.
+  want="${packages[*]}"
   if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$want" ]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
-    # shellcheck disable=SC2086
-    "$venv/bin/python" -m pip install -q $want 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+    # Inside the container (see IMAGE), from the downloaded wheels alone.
+    index=()
+    [ -z "${COMPAT_WHEELS:-}" ] || index=(--no-index --find-links "$COMPAT_WHEELS")
+    "$venv/bin/python" -m pip install -q "${index[@]}" "${packages[@]}" \
+      2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
     echo "$want" >"$venv/.installed"
   fi
   export PATH="$venv/bin:$PATH"
@@ -93,5 +133,5 @@ recap settings-again | grep -q 'changed=0.*failed=0' || { echo "compat: gpu_sett
 echo "compat: gpu_settings sets 500 W on 8 GPUs (check mode changes nothing, a second run changes nothing)"
 
 unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME LD_LIBRARY_PATH FAKE_NVML_FIXTURE
-[ "$version" = venv ] || tests/sanity.sh
+[ "$version" = venv ] || [ -n "${COMPAT_WHEELS:-}" ] || tests/sanity.sh
 echo "compat: $found passed"
