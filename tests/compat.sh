@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: tests/compat.sh VERSION WORKDIR"
+usage="usage: tests/compat.sh VERSION WORKDIR [IMAGE]"
 version=${1:?$usage}
 work=$(realpath -m "${2:?$usage}")
 root=$PWD
@@ -24,7 +24,8 @@ image=${3:-}
 mkdir -p "$work"
 if [ "$version" != venv ]; then
   [[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "compat: VERSION must be a release such as 2.17.0, not '$version'" >&2; exit 2; }
-  # What the venv holds: ansible-core, and nvidia-ml-py at the version the project pins.
+  # What the venv holds: ansible-core, and nvidia-ml-py at the version the project pins. A check that needs one more
+  # package names it here: inside a container its wheels are then downloaded too.
   packages=("ansible-core==$version" "$(grep -E '^nvidia-ml-py==' requirements.txt)")
 fi
 
@@ -87,8 +88,8 @@ fi
 
 if [ "$version" != venv ]; then
   venv=$work/venv
-  # The venv is kept between runs while the versions stay the same.
-  want="${packages[*]}"
+  # The venv is kept between runs while the versions (Python's included) stay the same.
+  want="$(python3 -c 'import sys; print("python %d.%d" % sys.version_info[:2])'): ${packages[*]}"
   if [ "$(cat "$venv/.installed" 2>/dev/null)" != "$want" ]; then
     rm -rf "$venv"
     python3 -m venv "$venv"
