@@ -107,6 +107,7 @@ docs: venv $(LINKED)
 # the same checks on the newest ansible-core that PyPI offers, pinned here, in a container of the Debian 13
 # simulated-node image (it needs Python 3.12 or later; the image has 3.13). tests/newest-ansible-core.sh says when
 # PyPI has a newer one (a notice, not a failure: CI stays reproducible, and offline it says it could not ask).
+OLDEST_ANSIBLE_CORE := $(shell sed -n 's/^requires_ansible: *["'"'"']>=\([0-9.]*\)["'"'"'].*/\1/p' meta/runtime.yml)
 NEWEST_ANSIBLE_CORE := 2.21.5
 compat: venv $(FAKENVML)
 	tests/compat.sh $(OLDEST_ANSIBLE_CORE) $(BUILD)/compat/$(OLDEST_ANSIBLE_CORE)
