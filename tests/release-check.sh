@@ -179,10 +179,16 @@ cd "$work"  # away from the checkout, so nothing resolves from it
 [ "$importer" = --no-importer ] || execution_environment
 
 # One ansible-doc run per plugin type renders every plugin of it in full; each must be there, and no warning.
+# Except one that is ansible-core's and not the collection's: on ansible-core 2.21 (2.21.5 seen; not 2.17 or 2.19),
+# ansible-doc of any role walks every collection, ansible-core's own internal ansible._protomatter included, and warns
+# that this one has no MANIFEST.json (https://github.com/ansible/ansible/issues/85689, fixed upstream by
+# https://github.com/ansible/ansible/pull/86815). Only that exact line is left out.
+core_warning="^\\[WARNING\\]: Collection at '[^']*/ansible/_internal/ansible_collections/ansible/_protomatter' does not have a \
+MANIFEST\\.json file, nor has it galaxy\\.yml: cannot detect version\\.\$"
 check_docs() {  # type name...
   local type=$1 out name
   shift
-  if ! out=$(ANSIBLE_NOCOLOR=1 ansible-doc -t "$type" "$@" 2>&1) || grep -q '^\[WARNING\]' <<<"$out"; then
+  if ! out=$(ANSIBLE_NOCOLOR=1 ansible-doc -t "$type" "$@" 2>&1) || grep -v "$core_warning" <<<"$out" | grep '^\[WARNING\]' >/dev/null; then
     echo "release-check: ansible-doc -t $type failed:" >&2
     grep -A5 '^\[WARNING\]\|ERROR' <<<"$out" | head -20 >&2
     exit 1

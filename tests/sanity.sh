@@ -2,7 +2,11 @@
 # Run `ansible-test sanity` on a copy of the collection at .../ansible_collections/accelops/gpu, as it requires.
 # The copy lives outside the checkout: inside it, ansible-test would take the checkout's git file list, where the
 # copy is ignored, and find nothing to test.
-# Usage: tests/sanity.sh [WORKDIR]
+# Usage: tests/sanity.sh [WORKDIR [TEST...]]
+#   TEST: only these sanity tests (ansible-test's --test), every one by default.
+# SANITY_COPIED=1: WORKDIR already holds the copy (made where git is, for a container that has none); used as it is.
+# ansible-test runs on the Python on PATH, in venvs of its own that pip fills from the package index pip's
+# configuration names (inside a container with none, a pip.conf under HOME points it at downloaded wheels).
 set -euo pipefail
 
 # A directory of its own unless one is given: two runs at once (two checkouts) must not share a copy.
@@ -33,7 +37,9 @@ if [ ! -f "$script" ]; then
   remove+=("$script")
   cat >"$script" <<'PY'
 import ensurepip, glob, os, sys
-sys.path.insert(0, glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl"))[0])
+# Debian's Python keeps ensurepip's wheels in /usr/share/python-wheels.
+sys.path.insert(0, (glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl")) +
+                    glob.glob("/usr/share/python-wheels/pip-*.whl"))[0])
 from pip._internal.cli.main import main
 # get-pip's own flags; this stand-in installs only what it is asked for anyway.
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
@@ -41,7 +47,12 @@ sys.exit(main(["install", *args]))
 PY
 fi
 
-rm -rf "$dest"
-"$(dirname "$0")/copy-checkout.sh" "$dest"
+if [ "${SANITY_COPIED:-}" != 1 ]; then
+  rm -rf "$dest"
+  "$(dirname "$0")/copy-checkout.sh" "$dest"
+fi
+tests=()
+for test in "${@:2}"; do tests+=(--test "$test"); done
+python=$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 cd "$dest"
-ansible-test sanity --venv --python 3.11 --color no
+ansible-test sanity --venv --python "$python" --color no "${tests[@]}"
