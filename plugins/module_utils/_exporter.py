@@ -801,8 +801,8 @@ def main(argv=None, lib=None):
         for name in ("driver_root", "proc_root"):
             problem = _cdi.check_root(name, getattr(args, name))
             if problem or not _one_line(getattr(args, name)):
-                parser.error("--%s: an absolute directory on one line, got %r" % (name.replace("_", "-"),
-                                                                                 getattr(args, name)))
+                parser.error("--%s: an absolute directory on one line, got %r"
+                             % (name.replace("_", "-"), getattr(args, name)))
         cdi = CdiJudge(args.cdi_spec or CDI_SPECS, _cdi.Host(args.driver_root, None, args.sysfs_root, args.proc_root))
     node = Node(args.hostname, args.hostname_label)
     if args.interval and not (args.textfile and 1 <= args.interval <= 3600):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local package mirror that simulated nodes install from, served over HTTP on 127.0.0.1 only:
-#   build/mirror/wheels/   Python wheels (nvidia-ml-py, prometheus_client, bcrypt), used as pip --find-links
+#   build/mirror/wheels/   Python wheels (nvidia-ml-py, prometheus_client, bcrypt, PyYAML), used as pip --find-links
 #   build/mirror/cuda/     the signed CUDA apt repositories (tests/sim/mirror/cudamirror/build.py), at /cuda/repos/<distro>/x86_64/
 # Usage: tests/sim/mirror/mirror.sh start|stop|url
 set -euo pipefail
@@ -14,19 +14,24 @@ python=${PYTHON:-python3}
 
 # The wheels of the nodes' NVML environment (nvml_python) and of the GPU exporter in it (gpu_monitoring), pinned as
 # requirements.txt pins them. bcrypt's manylinux wheel is abi3 (one wheel for every CPython from 3.9): the
-# nodes' Pythons (Debian 12's 3.11, Debian 13's 3.13) install the same file.
+# nodes' Pythons (Debian 12's 3.11, Debian 13's 3.13) install the same file; PyYAML (the exporter reads CDI specs
+# with it) has a wheel per CPython: one for each.
 fill() {
   mkdir -p "$mirror/wheels"
-  local name file version
-  for name in nvidia-ml-py prometheus_client bcrypt; do
+  local name file version node_python
+  for name in nvidia-ml-py prometheus_client bcrypt PyYAML; do
     file=${name//-/_}
     version=$(sed -n "s/^$name==//p" "$root/requirements.txt")
     [ -n "$version" ] || { echo "mirror: requirements.txt pins no $name" >&2; exit 1; }
-    if ! ls "$mirror"/wheels/"$file"-"$version"-*.whl >/dev/null 2>&1; then
-      "$python" -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-        --platform manylinux_2_28_x86_64 --python-version 3.11 --dest "$mirror/wheels" "$name==$version" \
-        2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
-    fi
+    for node_python in 3.11 3.13; do
+      [ "$name" = PyYAML ] || [ "$node_python" = 3.11 ] || continue
+      if ! ls "$mirror"/wheels/ | grep -qiE "^${file}-${version//./\\.}-(py3|cp39-abi3|cp${node_python/./})-"; then
+        "$python" -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+          --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --python-version "$node_python" \
+          --implementation cp --dest "$mirror/wheels" "$name==$version" \
+          2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2)
+      fi
+    done
   done
 }
 

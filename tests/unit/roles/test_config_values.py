@@ -54,9 +54,11 @@ CASES = [
      ["gpu_monitoring_tls_cert_file: '/etc/ssl/x.pem\\nExecStartPre=/bin/sh' is not allowed here",
       "gpu_monitoring_basic_auth_users['prometheus']: is not a bcrypt hash (not shown",
       "gpu_monitoring_basic_auth_users: key 'a:b' is not allowed here"]),
-    ("gpu_monitoring", {"gpu_monitoring_cdi_specs": ["/etc/cdi/nvidia.yaml\nExecStartPre=/bin/sh", "/etc/cdi/x.txt"]},
+    ("gpu_monitoring",
+     {"gpu_monitoring_cdi_specs": ["/etc/cdi/nvidia.yaml\nExecStartPre=/bin/sh", "/etc/cdi/x.txt"]},
      ["gpu_monitoring_cdi_specs[0]: '/etc/cdi/nvidia.yaml\\nExecStartPre=/bin/sh' is not allowed here",
-      'gpu_monitoring_cdi_specs: every spec must end in .yaml or .json (runtimes read only those), got ["/etc/cdi/nvi']),
+      'gpu_monitoring_cdi_specs: every spec must end in .yaml or .json (runtimes read only those), got '
+      '["/etc/cdi/nvi']),
     ("gpu_monitoring", {"gpu_monitoring_cdi_specs": "/etc/cdi/nvidia.yaml"},
      ["gpu_monitoring_cdi_specs: must be a list, got str"]),
     ("tensorflow", {}, []),

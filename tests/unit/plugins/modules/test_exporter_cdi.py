@@ -8,7 +8,7 @@ import os
 
 import pytest
 from promtext import parse, value
-from test_gpu_health import cdi_codes, spec_node  # noqa: F401  (spec_node is a fixture)
+from test_gpu_health import cdi_codes, spec_node  # noqa: F401  # pylint: disable=unused-import  # a fixture
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _cdi, _exporter
 from ansible_collections.accelops.gpu.plugins.modules import gpu_cdi, gpu_mig
