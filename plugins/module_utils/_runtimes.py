@@ -36,8 +36,9 @@ RUNTIMES = ("docker", "containerd", "crio")
 CRI_PLUGIN = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
 DEFAULT_CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
 HEADER = ("# Written by accelops.gpu (role container_toolkit): NVIDIA's runtime and CDI for containerd.\n"
-          "# It carries the whole %s plugin section of %s and its other imports, as containerd replaces a\n"
-          "# plugin's section whole when it reads an import; change the site's settings there and run the role again.\n")
+          "# It carries the whole %s plugin section of %s and its other imports,\n"
+          "# as containerd replaces a plugin's section whole when it reads an import;\n"
+          "# change the site's settings there and run the role again.\n")
 CRIO_TEXT = ("# Written by accelops.gpu (role container_toolkit): CRI-O hands out GPUs through the CDI specs here.\n"
              "[crio.runtime]\ncdi_spec_dirs = %s\n")
 # A value written into a file: an absolute path without control characters, quotes or backslashes.
@@ -140,7 +141,7 @@ def toml_dumps(data, prefix=()):
         out.extend(lines)
         out.append("")
     for key, value in tables:
-        path = prefix + (key,)
+        path = (*prefix, key)
         if isinstance(value, list):
             for item in value:
                 out.append("[[%s]]" % ".".join(_key(part) for part in path))
@@ -188,7 +189,8 @@ def containerd_version(data, where, fallback):
 def nvidia_section(version, runtime_path, cdi_spec_dirs, set_default):
     """What NVIDIA's runtime and CDI add to the CRI plugin's section."""
     runtime = {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": runtime_path}}
-    section = {"enable_cdi": True, "cdi_spec_dirs": list(cdi_spec_dirs), "containerd": {"runtimes": {"nvidia": runtime}}}
+    section = {"enable_cdi": True, "cdi_spec_dirs": list(cdi_spec_dirs),
+               "containerd": {"runtimes": {"nvidia": runtime}}}
     if set_default:
         section["containerd"]["default_runtime_name"] = "nvidia"
     del version  # the same keys in both versions' sections
@@ -214,7 +216,7 @@ def add_import(text, data, drop_in, where):
     lines = text.splitlines(keepends=True)
     if "imports" not in data:
         position = next((number for number, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
-        new = lines[:position] + ['imports = [%s]\n' % json.dumps(drop_in)] + lines[position:]
+        new = [*lines[:position], 'imports = [%s]\n' % json.dumps(drop_in), *lines[position:]]
         if position == len(lines) and lines and not lines[-1].endswith("\n"):
             new[position - 1] += "\n"
     else:
@@ -228,7 +230,7 @@ def add_import(text, data, drop_in, where):
         lines[matches[0]] = "%s%s%s%s" % (head, items + ", " if items else "", json.dumps(drop_in), tail)
         new = lines
     result = "".join(new)
-    wanted = dict(data, imports=data.get("imports", []) + [drop_in])
+    wanted = dict(data, imports=[*data.get("imports", []), drop_in])
     if toml_loads(result, where) != wanted:
         raise RuntimeConfigError("%s cannot be given the import of %s without changing other settings: add it to "
                                  "its 'imports' yourself" % (where, drop_in))
@@ -256,7 +258,7 @@ def containerd_plan(config_text, config_path, imports_text, drop_in, options):
     section = deep_merge(site, nvidia_section(version, options["runtime_path"], options["cdi_spec_dirs"],
                                               options["set_default"]))
     wanted = {"version": version, "plugins": {plugin: section}}
-    sources = ", ".join([config_path] + sorted(imports_text))
+    sources = ", ".join([config_path, *sorted(imports_text)])
     drop_text = HEADER % (plugin, sources) + "\n" + toml_dumps(wanted)
     if toml_loads(drop_text, drop_in) != wanted:  # our own writer, checked by the reader
         raise RuntimeConfigError("the drop-in %s would not read back as written from %s" % (drop_in, sources))

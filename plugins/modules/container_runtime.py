@@ -57,7 +57,8 @@ options:
       - Defaults C(nvidia-container-runtime) for Docker and C(/usr/bin/nvidia-container-runtime) for containerd.
     type: str
   set_default:
-    description: Make NVIDIA's runtime the default one (Docker's C(default-runtime), containerd's C(default_runtime_name)).
+    description:
+      - Make NVIDIA's runtime the default one (Docker's C(default-runtime), containerd's C(default_runtime_name)).
     type: bool
     default: false
   cdi_spec_dirs:

@@ -626,11 +626,12 @@ def test_changed_input_rebuilds_with_the_same_key(mirror, tmp_path):
 def test_container_toolkit_has_nvidia_names_dependencies_and_stand_in_programs(mirror, distro, version):
     release = version.split("-")[0]
     path = deb_path(mirror, distro, "nvidia-container-toolkit", version)
-    fields = next(f for f in index(mirror, distro) if f["Package"] == "nvidia-container-toolkit" and f["Version"] == version)
+    entries = {(f["Package"], f["Version"]): f for f in index(mirror, distro)}
+    fields = entries["nvidia-container-toolkit", version]
     assert fields["Filename"].endswith(path.name)
     assert fields["Depends"] == ("nvidia-container-toolkit-base (= %s), libnvidia-container-tools (>= %s), "
                                  "libnvidia-container-tools (<< 2.0.0)" % (version, version))
-    tools = next(f for f in index(mirror, distro) if f["Package"] == "libnvidia-container-tools" and f["Version"] == version)
+    tools = entries["libnvidia-container-tools", version]
     assert tools["Depends"] == "libnvidia-container1 (>= %s), libnvidia-container1 (<< 2.0.0)" % version
     base = deb_path(mirror, distro, "nvidia-container-toolkit-base", version)
     for program in ("nvidia-ctk", "nvidia-container-runtime", "nvidia-cdi-hook"):
@@ -638,4 +639,5 @@ def test_container_toolkit_has_nvidia_names_dependencies_and_stand_in_programs(m
         assert deb_file(base, "/usr/bin/%s" % program).startswith(b"#!/bin/sh\n")
     assert ("NVIDIA Container Toolkit CLI version %s" % release).encode() in deb_file(base, "/usr/bin/nvidia-ctk")
     library = deb_members(deb_path(mirror, distro, "libnvidia-container1", version))
-    assert library["/usr/lib/x86_64-linux-gnu/libnvidia-container.so.1"][0].linkname == "libnvidia-container.so.%s" % release
+    link = library["/usr/lib/x86_64-linux-gnu/libnvidia-container.so.1"][0]
+    assert link.linkname == "libnvidia-container.so.%s" % release

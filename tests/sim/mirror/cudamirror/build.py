@@ -651,16 +651,19 @@ def container_toolkit_packages():
                     files={"%s/libnvidia-container.so.%s" % (LIBDIR, release): b"accelops.gpu test mirror stand-in\n"},
                     symlinks={"%s/libnvidia-container.so.1" % LIBDIR: "libnvidia-container.so.%s" % release}),
             Package("libnvidia-container-tools", version, "NVIDIA container runtime library (command-line tools)",
-                    section="utils", depends=(at_least("libnvidia-container1", version), "libnvidia-container1 (<< 2.0.0)"),
+                    section="utils",
+                    depends=(at_least("libnvidia-container1", version), "libnvidia-container1 (<< 2.0.0)"),
                     files={"/usr/bin/nvidia-container-cli": (stand_in_program(
                         "nvidia-container-cli", "cli-version: %s" % release), 0o755)}),
             Package("nvidia-container-toolkit-base", version, "NVIDIA Container Toolkit Base", section="utils",
-                    files={path: (stand_in_program(os.path.basename(path), line), 0o755) for path, line in base.items()}),
+                    files={path: (stand_in_program(os.path.basename(path), line), 0o755)
+                           for path, line in base.items()}),
             Package("nvidia-container-toolkit", version, "NVIDIA Container toolkit", section="utils",
                     depends=(exact("nvidia-container-toolkit-base", version),
                              at_least("libnvidia-container-tools", version), "libnvidia-container-tools (<< 2.0.0)"),
                     files={"/usr/bin/nvidia-container-runtime-hook": (stand_in_program(
-                        "nvidia-container-runtime-hook", "NVIDIA Container Runtime Hook version %s" % release), 0o755)}),
+                        "nvidia-container-runtime-hook", "NVIDIA Container Runtime Hook version %s" % release),
+                        0o755)}),
         ]
     return packages
 

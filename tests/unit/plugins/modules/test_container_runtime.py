@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
 
 import pytest
+import tomllib
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _runtimes
 from ansible_collections.accelops.gpu.plugins.modules import container_runtime
@@ -162,9 +162,8 @@ def test_containerd_v2_keeps_the_site_cri_settings(module_result, tmp_path):
     assert rc == 0 and result["changed"] and result["version"] == 2
     assert result["changed_paths"] == [args["drop_in"], str(config)]
     # config.toml: the one import line added, every other line as it was.
-    assert config.read_text() == SITE_V2.replace('root = "/srv/containerd"\n',
-                                                 'root = "/srv/containerd"\n\nimports = ["%s"]\n' % args["drop_in"], 1) \
-        or config.read_text().replace('imports = ["%s"]\n' % args["drop_in"], "") == SITE_V2
+    first_table = '[plugins."io.containerd.grpc.v1.cri"]\n'
+    assert config.read_text() == SITE_V2.replace(first_table, 'imports = ["%s"]\n%s' % (args["drop_in"], first_table))
     cri = effective(config)["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["sandbox_image"] == "registry.example/pause:3.9"
     assert cri["registry"]["config_path"] == "/etc/containerd/certs.d"
