@@ -186,15 +186,14 @@ def containerd_version(data, where, fallback):
     return version
 
 
-def nvidia_section(version, runtime_path, cdi_spec_dirs, set_default):
+def nvidia_section(runtime_path, cdi_spec_dirs, set_default):
     """What NVIDIA's runtime and CDI add to the CRI plugin's section."""
     runtime = {"runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": runtime_path}}
     section = {"enable_cdi": True, "cdi_spec_dirs": list(cdi_spec_dirs),
                "containerd": {"runtimes": {"nvidia": runtime}}}
     if set_default:
         section["containerd"]["default_runtime_name"] = "nvidia"
-    del version  # the same keys in both versions' sections
-    return section
+    return section  # the same keys in version 2's and version 3's sections
 
 
 def imports_of(data, config_dir):
@@ -255,8 +254,8 @@ def containerd_plan(config_text, config_path, imports_text, drop_in, options):
             site = copy.deepcopy(other["plugins"][plugin])
     if not isinstance(site, dict):
         raise RuntimeConfigError("%s: the %s plugin section is not a table" % (config_path, plugin))
-    section = deep_merge(site, nvidia_section(version, options["runtime_path"], options["cdi_spec_dirs"],
-                                              options["set_default"]))
+    ours = nvidia_section(options["runtime_path"], options["cdi_spec_dirs"], options["set_default"])
+    section = deep_merge(site, ours)
     wanted = {"version": version, "plugins": {plugin: section}}
     sources = ", ".join([config_path, *sorted(imports_text)])
     drop_text = HEADER % (plugin, sources) + "\n" + toml_dumps(wanted)

@@ -14,9 +14,9 @@ description:
     C(/etc/docker/daemon.json), and C(default-runtime) only with O(set_default); every other key of the file is
     kept. The file is rewritten (indented JSON) only when its content would change."
   - "C(containerd): writes the drop-in O(drop_in) and adds it to the C(imports) of C(config.toml), whose other lines
-    stay as they are. containerd 1.6, 1.7 and 2.x replace a plugin's whole section when they read an import
-    (C(mergeConfig) in C(services/server/config/config.go)), so the drop-in carries the site's whole CRI plugin
-    section (from C(config.toml) and its other imports) with NVIDIA's runtime (C(runtime_type
+    stay as they are. containerd 1.6 and 1.7 replace a plugin's whole section when they read an import
+    (C(mergeConfig) in C(services/server/config/config.go); containerd issue 5837), so the drop-in carries the
+    site's whole CRI plugin section (from C(config.toml) and its other imports) with NVIDIA's runtime (C(runtime_type
     io.containerd.runc.v2), C(BinaryName)), C(enable_cdi = true) and C(cdi_spec_dirs) added. Configuration version 2
     (C(io.containerd.grpc.v1.cri), containerd 1.x) and 3 (C(io.containerd.cri.v1.runtime), containerd 2.x) as the
     file's C(version) says."
@@ -70,6 +70,8 @@ options:
     description:
       - containerd's configuration version where C(config.toml) is missing or has no settings; C(2) for containerd
         1.x, C(3) for containerd 2.x. Omitted, it is C(3) where C(containerd --version) says 2.x, else C(2).
+      - containerd 1.6 reads no CDI settings (they come with 1.7); the module warns there, and its containers get GPUs
+        through NVIDIA's runtime only.
     type: int
     choices: [2, 3]
 """
@@ -191,14 +193,14 @@ def check_params(params):
     return None
 
 
-def containerd_binary_version(module):
-    """3 where the node's containerd is 2.x, else 2."""
+def containerd_release(module):
+    """(major, minor) of the node's containerd (containerd --version), or None where it is not there or says none."""
     binary = module.get_bin_path("containerd")
     if binary is None:
-        return 2
+        return None
     rc, out, _err = module.run_command([binary, "--version"])
-    found = re.search(r"\sv?(\d+)\.\d+", out or "")
-    return 3 if rc == 0 and found and int(found.group(1)) >= 2 else 2
+    found = re.search(r"\sv?(\d+)\.(\d+)", out or "")
+    return (int(found.group(1)), int(found.group(2))) if rc == 0 and found else None
 
 
 def plan(module, params):
@@ -226,7 +228,12 @@ def plan(module, params):
                 if os.path.normpath(found) != os.path.normpath(drop_in):
                     others[found] = read(found)
         others = {key: value for key, value in others.items() if value is not None}
-    version = params["version"] or (containerd_binary_version(module) if not old_config else 2)
+    release = containerd_release(module)
+    if release is not None and release < (1, 7):
+        # containerd 1.6 ignores the CDI settings (its CRI plugin reads them from 1.7 on); the runtime still works.
+        module.warn("containerd %d.%d does not read enable_cdi and cdi_spec_dirs (CDI comes with containerd 1.7): "
+                    "its containers get GPUs through NVIDIA's runtime only" % release)
+    version = params["version"] or (3 if release is not None and release >= (2, 0) else 2)
     options = {"runtime_path": params["runtime_path"], "cdi_spec_dirs": params["cdi_spec_dirs"],
                "set_default": params["set_default"], "version": version}
     result = _runtimes.containerd_plan(old_config, path, others, drop_in, options)

@@ -244,3 +244,23 @@ def test_crio_drop_in(module_result, tmp_path):
     assert tomllib.loads(drop_in.read_text()) == {"crio": {"runtime": {"cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}}}
     rc, result = run(module_result, {"runtime": "crio", "path": str(drop_in)})
     assert rc == 0 and not result["changed"]
+
+
+@pytest.mark.parametrize("case", [
+    ("containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1", 2, True),
+    ("containerd github.com/containerd/containerd/v2 v2.0.4 1a43cb6a", 3, False),
+])
+def test_containerd_release_chooses_the_version_and_warns_without_cdi(module_result, tmp_path, monkeypatch, case):
+    said, version, warned = case
+    program = tmp_path / "bin" / "containerd"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho '%s'\n" % said)
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (program.parent, os.environ["PATH"]))
+    args, config = containerd(tmp_path, None)
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["version"] == version
+    assert tomllib.loads(config.read_text())["version"] == version
+    # (Warnings of earlier modules in the same process may come along: only the one asked for is looked at.)
+    if warned:
+        assert "containerd 1.6 does not read enable_cdi" in json.dumps(result.get("warnings", []))
