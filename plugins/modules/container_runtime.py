@@ -74,6 +74,8 @@ options:
         through NVIDIA's runtime only.
     type: int
     choices: [2, 3]
+author:
+  - accelops.gpu maintainers (@accelops)
 """
 
 EXAMPLES = r"""

@@ -642,7 +642,7 @@ def container_toolkit_packages():
     nvidia-container-cli with its library; each program a stand-in script."""
     packages = []
     for version in CONTAINER_TOOLKIT_VERSIONS:
-        release = version.split("-")[0]
+        release = version.split("-", maxsplit=1)[0]
         base = {"/usr/bin/nvidia-ctk": "NVIDIA Container Toolkit CLI version %s" % release,
                 "/usr/bin/nvidia-container-runtime": "NVIDIA Container Runtime version %s" % release,
                 "/usr/bin/nvidia-cdi-hook": "NVIDIA CDI Hook version %s" % release}
