@@ -196,6 +196,14 @@ def nvidia_section(runtime_path, cdi_spec_dirs, set_default):
     return section  # the same keys in version 2's and version 3's sections
 
 
+def cdi_warning(release):
+    """What to say where containerd's release (major, minor) reads no CDI settings (1.7 brought them); None else."""
+    if release is None or release >= (1, 7):
+        return None
+    return ("containerd %d.%d does not read enable_cdi and cdi_spec_dirs (CDI comes with containerd 1.7): its "
+            "containers get GPUs through NVIDIA's runtime only" % release)
+
+
 def imports_of(data, config_dir):
     """The absolute patterns of a configuration's imports, relative ones taken from its directory."""
     found = data.get("imports", [])

@@ -231,10 +231,9 @@ def plan(module, params):
                     others[found] = read(found)
         others = {key: value for key, value in others.items() if value is not None}
     release = containerd_release(module)
-    if release is not None and release < (1, 7):
-        # containerd 1.6 ignores the CDI settings (its CRI plugin reads them from 1.7 on); the runtime still works.
-        module.warn("containerd %d.%d does not read enable_cdi and cdi_spec_dirs (CDI comes with containerd 1.7): "
-                    "its containers get GPUs through NVIDIA's runtime only" % release)
+    warning = _runtimes.cdi_warning(release)
+    if warning:
+        module.warn(warning)
     version = params["version"] or (3 if release is not None and release >= (2, 0) else 2)
     options = {"runtime_path": params["runtime_path"], "cdi_spec_dirs": params["cdi_spec_dirs"],
                "set_default": params["set_default"], "version": version}

@@ -261,6 +261,6 @@ def test_containerd_release_chooses_the_version_and_warns_without_cdi(module_res
     rc, result = run(module_result, args)
     assert rc == 0 and result["version"] == version
     assert tomllib.loads(config.read_text())["version"] == version
-    # (Warnings of earlier modules in the same process may come along: only the one asked for is looked at.)
-    if warned:
-        assert "containerd 1.6 does not read enable_cdi" in json.dumps(result.get("warnings", []))
+    assert (_runtimes.cdi_warning((1, 6) if version == 2 else (2, 0)) is not None) is warned
+    assert "containerd 1.6 does not read enable_cdi" in _runtimes.cdi_warning((1, 6))
+    assert _runtimes.cdi_warning((1, 7)) is None and _runtimes.cdi_warning(None) is None
