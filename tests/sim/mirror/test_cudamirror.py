@@ -619,3 +619,25 @@ def test_changed_input_rebuilds_with_the_same_key(mirror, tmp_path):
     assert deb_file(deb, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.127.08") == nvml.read_bytes()
     subprocess.run(["gpgv", "--keyring", str(mirror / "cuda-archive-keyring.gpg"),
                     str(copy / "repos/debian12/x86_64/InRelease")], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("distro", ["debian12", "debian13", "ubuntu2204", "ubuntu2404"])
+@pytest.mark.parametrize("version", ["1.17.8-1", "1.18.0-1"])
+def test_container_toolkit_has_nvidia_names_dependencies_and_stand_in_programs(mirror, distro, version):
+    release = version.split("-")[0]
+    path = deb_path(mirror, distro, "nvidia-container-toolkit", version)
+    entries = {(f["Package"], f["Version"]): f for f in index(mirror, distro)}
+    fields = entries["nvidia-container-toolkit", version]
+    assert fields["Filename"].endswith(path.name)
+    assert fields["Depends"] == ("nvidia-container-toolkit-base (= %s), libnvidia-container-tools (>= %s), "
+                                 "libnvidia-container-tools (<< 2.0.0)" % (version, version))
+    tools = entries["libnvidia-container-tools", version]
+    assert tools["Depends"] == "libnvidia-container1 (>= %s), libnvidia-container1 (<< 2.0.0)" % version
+    base = deb_path(mirror, distro, "nvidia-container-toolkit-base", version)
+    for program in ("nvidia-ctk", "nvidia-container-runtime", "nvidia-cdi-hook"):
+        assert deb_members(base)["/usr/bin/%s" % program][0].mode == 0o755
+        assert deb_file(base, "/usr/bin/%s" % program).startswith(b"#!/bin/sh\n")
+    assert ("NVIDIA Container Toolkit CLI version %s" % release).encode() in deb_file(base, "/usr/bin/nvidia-ctk")
+    library = deb_members(deb_path(mirror, distro, "libnvidia-container1", version))
+    link = library["/usr/lib/x86_64-linux-gnu/libnvidia-container.so.1"][0]
+    assert link.linkname == "libnvidia-container.so.%s" % release

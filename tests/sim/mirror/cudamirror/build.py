@@ -129,6 +129,8 @@ NCCL_VERSIONS = ("2.21.5-1+cuda12.4", "2.26.2-1+cuda12.8")
 # DCGM 3 is one package with an epoch; DCGM 4 split into a core package and one per CUDA major release.
 DCGM3_VERSION = "1:3.3.9"
 DCGM4_VERSION = "1:4.2.3-1"
+# nvidia-container-toolkit's releases (NVIDIA's CUDA repositories carry it beside the driver), oldest first.
+CONTAINER_TOOLKIT_VERSIONS = ("1.17.8-1", "1.18.0-1")
 # dcgm-exporter's package: the DCGM release it was built against, then its own.
 DCGM_EXPORTER_VERSION = "4.2.3-4.1.3-1"
 DCGM_EXPORTER_COUNTERS = "/etc/dcgm-exporter/default-counters.csv"
@@ -628,6 +630,44 @@ def library_packages():
     return packages
 
 
+def stand_in_program(name, line):
+    """A stand-in for one of the container toolkit's programs: it says its version and does nothing else."""
+    return (("#!/bin/sh\n# %s of the accelops.gpu test mirror: a stand-in that only says its version.\n"
+             "case \"$1\" in --version | -v | version) echo \"%s\" ;; esac\nexit 0\n") % (name, line)).encode()
+
+
+def container_toolkit_packages():
+    """nvidia-container-toolkit and what it depends on, in each release, with NVIDIA's dependency shape: the
+    programs nvidia-ctk, nvidia-container-runtime and nvidia-cdi-hook (in -base), nvidia-container-runtime-hook, and
+    nvidia-container-cli with its library; each program a stand-in script."""
+    packages = []
+    for version in CONTAINER_TOOLKIT_VERSIONS:
+        release = version.split("-", maxsplit=1)[0]
+        base = {"/usr/bin/nvidia-ctk": "NVIDIA Container Toolkit CLI version %s" % release,
+                "/usr/bin/nvidia-container-runtime": "NVIDIA Container Runtime version %s" % release,
+                "/usr/bin/nvidia-cdi-hook": "NVIDIA CDI Hook version %s" % release}
+        packages += [
+            Package("libnvidia-container1", version, "NVIDIA container runtime library", section="utils",
+                    files={"%s/libnvidia-container.so.%s" % (LIBDIR, release): b"accelops.gpu test mirror stand-in\n"},
+                    symlinks={"%s/libnvidia-container.so.1" % LIBDIR: "libnvidia-container.so.%s" % release}),
+            Package("libnvidia-container-tools", version, "NVIDIA container runtime library (command-line tools)",
+                    section="utils",
+                    depends=(at_least("libnvidia-container1", version), "libnvidia-container1 (<< 2.0.0)"),
+                    files={"/usr/bin/nvidia-container-cli": (stand_in_program(
+                        "nvidia-container-cli", "cli-version: %s" % release), 0o755)}),
+            Package("nvidia-container-toolkit-base", version, "NVIDIA Container Toolkit Base", section="utils",
+                    files={path: (stand_in_program(os.path.basename(path), line), 0o755)
+                           for path, line in base.items()}),
+            Package("nvidia-container-toolkit", version, "NVIDIA Container toolkit", section="utils",
+                    depends=(exact("nvidia-container-toolkit-base", version),
+                             at_least("libnvidia-container-tools", version), "libnvidia-container-tools (<< 2.0.0)"),
+                    files={"/usr/bin/nvidia-container-runtime-hook": (stand_in_program(
+                        "nvidia-container-runtime-hook", "NVIDIA Container Runtime Hook version %s" % release),
+                        0o755)}),
+        ]
+    return packages
+
+
 def keyring_package(distro, keyring, base_url):
     """cuda-keyring: the signing key, the source list entry that uses it, and NVIDIA's repository pin."""
     sources = "/etc/apt/sources.list.d/cuda-%s-%s.list" % (distro, ARCH_DIR)
@@ -645,7 +685,7 @@ def catalogue(distro, fake_nvml, keyring, base_url):
     for branch, releases in DRIVER_BRANCHES.items():
         for release in releases:
             packages += drivers(branch, release, releases[0], fake_nvml)
-    packages += pinning_packages() + cuda_packages() + library_packages()
+    packages += pinning_packages() + cuda_packages() + library_packages() + container_toolkit_packages()
     packages.append(keyring_package(distro, keyring, base_url))
     names = [package.filename for package in packages]
     duplicates = sorted({name for name in names if names.count(name) > 1})

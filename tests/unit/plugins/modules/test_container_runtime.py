@@ -1,0 +1,266 @@
+"""container_runtime: Docker's daemon.json merged, containerd's config.toml given our drop-in with the site's CRI
+section, CRI-O's drop-in; invalid files, links and bad values refused with nothing written."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import tomllib
+
+from ansible_collections.accelops.gpu.plugins.module_utils import _runtimes
+from ansible_collections.accelops.gpu.plugins.modules import container_runtime
+
+SITE_DAEMON = {"log-driver": "journald", "data-root": "/srv/docker", "runtimes": {"crun": {"path": "/usr/bin/crun"}},
+               "default-runtime": "runc"}
+
+SITE_V2 = """# The site's containerd
+version = 2
+root = "/srv/containerd"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.example/pause:3.9"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = true
+
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/containerd/certs.d"
+"""
+
+SITE_V3 = """version = 3
+imports = ["/etc/containerd/site.d/*.toml"]
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+SystemdCgroup = true
+
+[plugins.'io.containerd.cri.v1.images']
+snapshotter = "overlayfs"
+"""
+
+
+def run(module_result, args, check=False, diff=False):
+    args = dict(args)
+    if check:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    return module_result(container_runtime, args)
+
+
+def snapshot(root):
+    return {str(path): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+# --- Docker ---------------------------------------------------------------------------------------------------------
+
+def test_docker_merges_and_keeps_the_site_keys(module_result, tmp_path):
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text(json.dumps(SITE_DAEMON))
+    os.chmod(daemon, 0o600)
+    before = snapshot(tmp_path)
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)}, check=True, diff=True)
+    assert rc == 0 and result["changed"] and result["changed_paths"] == [str(daemon)]
+    assert snapshot(tmp_path) == before
+    assert '"nvidia"' in result["diff"][0]["after"]
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)})
+    assert rc == 0 and result["changed"]
+    data = json.loads(daemon.read_text())
+    assert data["runtimes"]["nvidia"] == {"path": "nvidia-container-runtime", "args": []}
+    assert {key: value for key, value in data.items() if key != "runtimes"} == {
+        key: value for key, value in SITE_DAEMON.items() if key != "runtimes"}
+    assert data["runtimes"]["crun"] == SITE_DAEMON["runtimes"]["crun"]
+    assert data["default-runtime"] == "runc"  # only set_default changes it
+    assert oct(os.stat(daemon).st_mode & 0o777) == "0o600"
+    assert list(tmp_path.iterdir()) == [daemon]  # no temporary file left
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)})
+    assert rc == 0 and not result["changed"]
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon), "set_default": True})
+    assert rc == 0 and result["changed"] and json.loads(daemon.read_text())["default-runtime"] == "nvidia"
+
+
+def test_docker_creates_a_missing_file(module_result, tmp_path):
+    daemon = tmp_path / "docker" / "daemon.json"
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)})
+    assert rc == 0 and result["changed"]
+    assert json.loads(daemon.read_text()) == {"runtimes": {"nvidia": {"path": "nvidia-container-runtime", "args": []}}}
+    assert oct(os.stat(daemon).st_mode & 0o777) == "0o644"
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"log-driver": "journald",', "is not valid JSON"),
+    ("[1, 2]", "is JSON but not an object"),
+    ('{"runtimes": []}', "'runtimes' that is not an object"),
+])
+def test_docker_invalid_json_is_left_untouched(module_result, tmp_path, text, words):
+    daemon = tmp_path / "daemon.json"
+    daemon.write_text(text)
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)})
+    assert rc == 1 and result["failed"]
+    assert str(daemon) in result["msg"] and words in result["msg"] and "nothing was changed" in result["msg"]
+    assert daemon.read_text() == text
+
+
+@pytest.mark.parametrize("runtime", ["docker", "containerd", "crio"])
+def test_a_link_or_directory_is_refused(module_result, tmp_path, runtime):
+    real = tmp_path / "real"
+    real.write_text("{}")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    rc, result = run(module_result, {"runtime": runtime, "path": str(link), "drop_in": str(tmp_path / "d.toml")})
+    assert rc == 1 and "is a symbolic link" in result["msg"] and str(link) in result["msg"]
+    assert real.read_text() == "{}" and not (tmp_path / "d.toml").exists()
+    rc, result = run(module_result, {"runtime": runtime, "path": str(tmp_path), "drop_in": str(tmp_path / "d.toml")})
+    assert rc == 1 and "is not a regular file" in result["msg"]
+
+
+@pytest.mark.parametrize("args, name", [
+    ({"runtime_path": "/usr/bin/nvidia\nx"}, "runtime_path"),
+    ({"cdi_spec_dirs": ["/etc/cdi", "relative"]}, "cdi_spec_dirs"),
+    ({"cdi_spec_dirs": ['/etc/"cdi']}, "cdi_spec_dirs"),
+    ({"cdi_spec_dirs": []}, "cdi_spec_dirs"),
+])
+def test_bad_values_are_refused(module_result, tmp_path, args, name):
+    rc, result = run(module_result, dict({"runtime": "containerd", "path": str(tmp_path / "config.toml"),
+                                          "drop_in": str(tmp_path / "d.toml")}, **args))
+    assert rc == 1 and result["msg"].startswith(name) and "nothing was changed" in result["msg"]
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- containerd -----------------------------------------------------------------------------------------------------
+
+def containerd(tmp_path, text, **args):
+    config = tmp_path / "config.toml"
+    if text is not None:
+        config.write_text(text)
+    return dict({"runtime": "containerd", "path": str(config), "drop_in": str(tmp_path / "conf.d" / "99-nvidia.toml")},
+                **args), config
+
+
+def effective(config_path):
+    """What containerd 1.6/1.7 reads: config.toml, then each import replacing a plugin's whole section."""
+    data = tomllib.loads(config_path.read_text())
+    for pattern in data.get("imports", []):
+        for path in sorted(__import__("glob").glob(pattern)):
+            other = tomllib.loads(open(path).read())
+            for name, section in other.get("plugins", {}).items():
+                data.setdefault("plugins", {})[name] = section
+    return data
+
+
+def test_containerd_v2_keeps_the_site_cri_settings(module_result, tmp_path):
+    args, config = containerd(tmp_path, SITE_V2)
+    before = snapshot(tmp_path)
+    rc, result = run(module_result, args, check=True, diff=True)
+    assert rc == 0 and result["changed"] and snapshot(tmp_path) == before
+    assert len(result["diff"]) == 2
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["changed"] and result["version"] == 2
+    assert result["changed_paths"] == [args["drop_in"], str(config)]
+    # config.toml: the one import line added, every other line as it was.
+    first_table = '[plugins."io.containerd.grpc.v1.cri"]\n'
+    assert config.read_text() == SITE_V2.replace(first_table, 'imports = ["%s"]\n%s' % (args["drop_in"], first_table))
+    cri = effective(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["sandbox_image"] == "registry.example/pause:3.9"
+    assert cri["registry"]["config_path"] == "/etc/containerd/certs.d"
+    assert cri["containerd"]["snapshotter"] == "overlayfs"
+    assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is True
+    assert cri["containerd"]["runtimes"]["nvidia"] == {
+        "runtime_type": "io.containerd.runc.v2", "options": {"BinaryName": "/usr/bin/nvidia-container-runtime"}}
+    assert cri["enable_cdi"] is True and cri["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+    assert "default_runtime_name" not in cri["containerd"]
+    assert effective(config)["root"] == "/srv/containerd"
+    rc, result = run(module_result, args)
+    assert rc == 0 and not result["changed"]
+
+
+def test_containerd_v3_and_the_site_imports(module_result, tmp_path):
+    site_d = tmp_path / "site.d"
+    site_d.mkdir()
+    (site_d / "10-cri.toml").write_text(
+        "version = 3\n[plugins.'io.containerd.cri.v1.runtime']\ndevice_ownership_from_security_context = true\n")
+    args, config = containerd(tmp_path, SITE_V3.replace("/etc/containerd/site.d", str(site_d)), set_default=True)
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["changed"] and result["version"] == 3
+    data = effective(config)
+    runtime = data["plugins"]["io.containerd.cri.v1.runtime"]
+    # The import replaced config.toml's section for the same plugin, as containerd does; ours carries that.
+    assert runtime["device_ownership_from_security_context"] is True
+    assert runtime["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == "/usr/bin/nvidia-container-runtime"
+    assert runtime["containerd"]["default_runtime_name"] == "nvidia"
+    assert runtime["enable_cdi"] is True
+    assert data["plugins"]["io.containerd.cri.v1.images"]["snapshotter"] == "overlayfs"
+    assert data["imports"] == [str(site_d / "*.toml"), args["drop_in"]]
+    rc, result = run(module_result, args)
+    assert rc == 0 and not result["changed"]
+
+
+def test_containerd_drop_in_already_imported_by_a_glob(module_result, tmp_path):
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/conf.d/*.toml"]\n' % tmp_path)
+    text = config.read_text()
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["changed_paths"] == [args["drop_in"]] and config.read_text() == text
+
+
+def test_containerd_without_a_config(module_result, tmp_path):
+    args, config = containerd(tmp_path, None, version=3)
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["changed"]
+    assert tomllib.loads(config.read_text()) == {"version": 3, "imports": [args["drop_in"]]}
+    assert effective(config)["plugins"]["io.containerd.cri.v1.runtime"]["enable_cdi"] is True
+    rc, result = run(module_result, args)
+    assert rc == 0 and not result["changed"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("version = 2\n[plugins\n", "is not valid TOML"),
+    ("[plugins.cri]\nenable_cdi = false\n", "configuration version 1"),
+    ("version = 2\nimports = [\n  \"/a.toml\",\n]\n", "not on one line"),
+])
+def test_containerd_unusable_config_is_left_untouched(module_result, tmp_path, text, words):
+    args, config = containerd(tmp_path, text)
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(config) in result["msg"] and words in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])
+
+
+def test_toml_writer_reads_back():
+    data = {"version": 2, "plugins": {"io.containerd.grpc.v1.cri": {
+        "a key": "quote \" and \\ and \n", "n": 1.5, "flag": False, "list": [1, 2], "inline": [{"x": 1}],
+        "empty": {}, "containerd": {"runtimes": {"runc": {"options": {"SystemdCgroup": True}}}}}}}
+    assert tomllib.loads(_runtimes.toml_dumps(data)) == data
+
+
+# --- CRI-O ----------------------------------------------------------------------------------------------------------
+
+def test_crio_drop_in(module_result, tmp_path):
+    drop_in = tmp_path / "crio.conf.d" / "99-nvidia.conf"
+    rc, result = run(module_result, {"runtime": "crio", "path": str(drop_in)})
+    assert rc == 0 and result["changed"]
+    assert tomllib.loads(drop_in.read_text()) == {"crio": {"runtime": {"cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}}}
+    rc, result = run(module_result, {"runtime": "crio", "path": str(drop_in)})
+    assert rc == 0 and not result["changed"]
+
+
+@pytest.mark.parametrize("case", [
+    ("containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1", 2, True),
+    ("containerd github.com/containerd/containerd/v2 v2.0.4 1a43cb6a", 3, False),
+])
+def test_containerd_release_chooses_the_version_and_warns_without_cdi(module_result, tmp_path, monkeypatch, case):
+    said, version, warned = case
+    program = tmp_path / "bin" / "containerd"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho '%s'\n" % said)
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (program.parent, os.environ["PATH"]))
+    args, config = containerd(tmp_path, None)
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["version"] == version
+    assert tomllib.loads(config.read_text())["version"] == version
+    assert (_runtimes.cdi_warning((1, 6) if version == 2 else (2, 0)) is not None) is warned
+    assert "containerd 1.6 does not read enable_cdi" in _runtimes.cdi_warning((1, 6))
+    assert _runtimes.cdi_warning((1, 7)) is None and _runtimes.cdi_warning(None) is None
