@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Run every example of the collection's documentation as it would be pasted: the EXAMPLES of each plugin under
+plugins/ and the YAML plays of README.md.
+
+Each example becomes one play of one playbook, on a host of its own named after it (example_<plugin>, readme_<n>):
+all on this machine over a local connection, against the fake NVML (a copy of a fixture per example, so an example
+that changes GPU settings changes only its copy) and a sysfs made for that fixture. Registered variables and facts
+belong to a host, so an example cannot use what another one left behind, and a failing example names itself in the
+recap while the others still run.
+
+What runs differently from a paste on a GPU node is said in SETUP below, example by example, with the reason:
+  check   run in check mode (it would install packages or restart services on this machine)
+  skip    not run, only parsed with the rest (it needs a program a GPU node has and this machine has not); the play
+          is still loaded, so its modules, filters and keywords must exist
+  paths   directories moved under the work directory (it writes under /etc)
+  fixture another NVML fixture than dgx-h100 (MIG on an A100 node)
+  fabric  the sysfs of an RDMA fabric (tests/sim/host/mkfabric.py) instead of the GPUs' alone
+An example of a plugin that SETUP does not name runs as it stands; a name in SETUP without an example fails.
+Every example with `become: true` runs without it (this machine runs the tests as the user who started them and has no
+sudo): the inventory sets `ansible_become: false`.
+
+Usage: tests/examples/examples.py WORKDIR [--ansible-playbook PATH] [--python PATH]
+  ANSIBLE_COLLECTIONS_PATH as set (the installed collection in tests/compat.sh), else build/collections (the checkout).
+  Exit status 0 when every example ran; the playbook's output is in WORKDIR/examples.log.
+From Python: run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable) returns
+(returncode, output, failed) where failed lists the hosts (examples) that failed or were unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "sim" / "nvml" / "fixtures"
+FAKENVML_DIR = ROOT / "build" / "fakenvml"
+
+# What runs differently from a paste, and why (see the docstring). Keys: plugins/<type>/<name>.py or README.md#<n>
+# (the n-th YAML play of the README, from 1).
+SETUP = {
+    "plugins/modules/gpu_mig.py": {"fixture": "dgx-a100-mig", "why": "its layouts are an A100 80GB node's"},
+    "plugins/modules/gpu_cdi.py": {"fixture": "dgx-a100-mig", "why": "lays out MIG as an A100 80GB node can"},
+    "plugins/modules/ib_facts.py": {"fabric": True, "why": "reads InfiniBand devices"},
+    "plugins/filter/nccl_env.py": {"fabric": True, "why": "reads InfiniBand devices"},
+    "plugins/filter/nfd_feature_file.py": {"paths": {"/etc/kubernetes/": "etc/kubernetes/"},
+                                           "why": "writes NFD's feature file under /etc"},
+}
+
+# Names every example may use without defining them: Ansible's own variables and Jinja's and Ansible's globals.
+MAGIC = {"ansible_facts", "inventory_hostname", "inventory_hostname_short", "hostvars", "groups", "ansible_host",
+         "ansible_play_hosts", "ansible_play_hosts_all", "ansible_check_mode", "omit", "lookup", "query", "q", "now",
+         "dict", "range", "lipsum", "namespace", "undef"}
+EXPRESSIONS = ("when", "that", "failed_when", "changed_when", "until")
+
+
+def plugin_examples(path):
+    """EXAMPLES of a plugin file, as text, or None."""
+    for node in ast.parse(Path(path).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "EXAMPLES":
+            return node.value.value
+    return None
+
+
+def readme_blocks():
+    """The YAML code blocks of README.md, parsed."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [yaml.safe_load(block) for block in re.findall(r"^```yaml\n(.*?)^```", text, re.M | re.S)]
+
+
+def collect():
+    """Every example: a dict of key, text (the tasks as YAML) and play (the play's keywords other than tasks)."""
+    found = []
+    for path in sorted(ROOT.glob("plugins/*/*.py")):
+        text = plugin_examples(path)
+        if text is not None:
+            found.append({"key": str(path.relative_to(ROOT)), "text": text, "play": {}})
+    plays = [block for block in readme_blocks() if isinstance(block, list)]
+    for number, play in enumerate(plays, 1):
+        keywords = {key: value for key, value in play[0].items() if key not in ("hosts", "tasks")}
+        found.append({"key": "README.md#%d" % number, "text": yaml.safe_dump(play[0]["tasks"], sort_keys=False),
+                      "play": keywords})
+    return found
+
+
+def host_name(key):
+    if key.startswith("README.md#"):
+        return "readme_" + key.split("#")[1]
+    return "example_" + re.sub(r"\W", "_", Path(key).stem.lstrip("_"))
+
+
+def walk_tasks(tasks):
+    for task in tasks:
+        yield task
+        for section in ("block", "rescue", "always"):
+            yield from walk_tasks(task.get(section) or [])
+
+
+def strings(value, key=None):
+    """(the key that holds it, the string) for every string in a task's value."""
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from strings(item, name)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item, key)
+
+
+def _anything(*args, **kwargs):
+    return None
+
+
+class _Anything(dict):
+    """Every filter and test name, for a Jinja environment that only parses."""
+
+    def __contains__(self, name):
+        return True
+
+    def get(self, name, default=None):
+        return _anything
+
+    def __missing__(self, name):
+        return _anything
+
+
+def undefined_names(tasks):
+    """The variables the tasks read that none of them defines (register, set_fact, vars, a loop's item), that Ansible
+    does not give and that are not read through `default`: what a pasted example would miss."""
+    from jinja2 import Environment, meta, nodes
+
+    env = Environment()
+    env.filters = env.tests = _Anything()
+    defined, used = set(MAGIC), set()
+    for task in walk_tasks(tasks):
+        defined.update([task["register"]] if "register" in task else [])
+        defined.update(task.get("vars") or {})
+        defined.update(task.get("ansible.builtin.set_fact") or {})
+        if "loop" in task or "with_items" in task:
+            defined.add((task.get("loop_control") or {}).get("loop_var", "item"))
+        for key, value in task.items():
+            if key in ("block", "rescue", "always"):
+                continue
+            for inner, text in strings(value, key):
+                if inner in EXPRESSIONS and "{{" not in text:
+                    text = "{{ %s }}" % text
+                if "{{" in text or "{%" in text:
+                    tree = env.parse(text)
+                    used |= meta.find_undeclared_variables(tree)
+                    defined |= {node.node.name for node in tree.find_all(nodes.Filter)
+                                if node.name in ("default", "d") and isinstance(node.node, nodes.Name)}
+    return sorted(used - defined)
+
+
+def make_sysfs(python, fixture, target, fabric):
+    if fabric:
+        command = [python, str(ROOT / "tests/sim/host/mkfabric.py"), "--peermem", "dgx-h100", str(target)]
+    else:
+        command = [python, str(ROOT / "tests/sim/host/mksysfs.py"), str(fixture), str(target)]
+    subprocess.run(command, check=True, capture_output=True)
+
+
+def build(workdir, python=sys.executable):
+    """Write WORKDIR/inventory.yml and WORKDIR/examples.yml (with each example's fixture copy and sysfs); returns
+    the examples, each with its host."""
+    workdir = Path(workdir).resolve()
+    examples = collect()
+    keys = {example["key"] for example in examples}
+    stale = sorted(set(SETUP) - keys)
+    if stale:
+        raise SystemExit("examples: SETUP names examples that do not exist: %s" % ", ".join(stale))
+    hosts, not_run = {}, []
+    for example in examples:
+        setup = SETUP.get(example["key"], {})
+        host = example["host"] = host_name(example["key"])
+        place = workdir / host
+        shutil.rmtree(place, ignore_errors=True)
+        place.mkdir(parents=True)
+        text = example["text"]
+        for old, new in setup.get("paths", {}).items():
+            text = text.replace(old, "%s/%s" % (place, new))
+        (place / "tasks.yml").write_text(text, encoding="utf-8")
+        if "skip" in setup:
+            not_run.append({"name": "Load %s, which is not run" % example["key"],
+                            "ansible.builtin.import_tasks": str(place / "tasks.yml"), "tags": ["never"]})
+            continue
+        fixture = place / "nvml.conf"
+        shutil.copyfile(FIXTURES / ("%s.conf" % setup.get("fixture", "dgx-h100")), fixture)
+        make_sysfs(python, fixture, place / "sys", setup.get("fabric", False))
+        hosts[host] = {"example_fixture": str(fixture), "example_sysfs": str(place / "sys"),
+                       "example_tasks": str(place / "tasks.yml"), "example_check": "check" in setup}
+    include = {"ansible.builtin.include_tasks": {"file": "{{ example_tasks }}"}}
+    plays = [{
+        "name": "The examples, each on a host of its own", "hosts": "all", "gather_facts": False,
+        "environment": {"FAKE_NVML_FIXTURE": "{{ example_fixture }}"},
+        "module_defaults": {"group/accelops.gpu.sysfs": {"sysfs_root": "{{ example_sysfs }}"}},
+        "tasks": [dict(include, name="Run the example", when="not example_check"),
+                  {"name": "Run the example in check mode", "when": "example_check",
+                   "ansible.builtin.include_tasks": {"file": "{{ example_tasks }}", "apply": {"check_mode": True}}}],
+    }, {"name": "The examples that are not run (loaded only)", "hosts": "all", "gather_facts": False,
+        "tasks": not_run or [{"name": "None", "ansible.builtin.meta": "noop"}]}]
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": python,
+                                  "ansible_become": False, "ansible_host": "127.0.0.1"},
+                         "hosts": hosts}}
+    (workdir / "inventory.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
+    (workdir / "examples.yml").write_text(yaml.safe_dump(plays, sort_keys=False, width=1000), encoding="utf-8")
+    return examples
+
+
+def run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable):
+    """Build the playbook and run it; returns (returncode, output, failed hosts)."""
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    build(workdir, python)
+    env = dict(os.environ)
+    if "ANSIBLE_COLLECTIONS_PATH" not in env:
+        link = ROOT / "build" / "collections" / "ansible_collections" / "accelops" / "gpu"
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(ROOT, target_is_directory=True)
+        env["ANSIBLE_COLLECTIONS_PATH"] = str(ROOT / "build" / "collections")
+    env.setdefault("ANSIBLE_HOME", str(workdir / "ansible-home"))
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0", LD_LIBRARY_PATH=str(FAKENVML_DIR))
+    done = subprocess.run([ansible_playbook, "-i", "inventory.yml", "examples.yml"],
+                          cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=600)
+    output = done.stdout + done.stderr
+    (workdir / "examples.log").write_text(output, encoding="utf-8")
+    recap = dict(re.findall(r"^(\S+)\s+: (ok=.*)$", output, re.M))
+    failed = sorted(host for host, counts in recap.items() if re.search(r"(unreachable|failed)=[1-9]", counts))
+    return done.returncode, output, failed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workdir")
+    parser.add_argument("--ansible-playbook", default="ansible-playbook")
+    parser.add_argument("--python", default=sys.executable, help="the nodes' Python (with nvidia-ml-py)")
+    args = parser.parse_args()
+    returncode, output, failed = run_examples(args.workdir, args.ansible_playbook, args.python)
+    if returncode != 0 or failed:
+        print(output[-6000:])
+        print("examples: failed: %s (the whole output: %s/examples.log)" % (", ".join(failed) or "the run",
+                                                                            args.workdir))
+        return 1
+    print("examples: every example ran (%s/examples.log)" % args.workdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
