@@ -13,8 +13,11 @@ What runs differently from a paste on a GPU node is said in SETUP below, example
   skip    not run, only parsed with the rest (it needs a program a GPU node has and this machine has not); the play
           is still loaded, so its modules, filters and keywords must exist
   paths   directories moved under the work directory (it writes under /etc)
-  fixture another NVML fixture than dgx-h100 (MIG on an A100 node)
+  fixture another NVML fixture than dgx-h100
+  fixture_edit  lines of the fixture's copy replaced (a state the example's own steps lead to on a real node)
   fabric  the sysfs of an RDMA fabric (tests/sim/host/mkfabric.py) instead of the GPUs' alone
+  alone   in a play of its own, after the others (it reads every host of its play: run_once, ansible_play_hosts);
+          when it fails, the plays after it do not run and their examples count as failed
 An example of a plugin that SETUP does not name runs as it stands; a name in SETUP without an example fails.
 Every example with `become: true` runs without it (this machine runs the tests as the user who started them and has no
 sudo): the inventory sets `ansible_become: false`.
@@ -23,7 +26,7 @@ Usage: tests/examples/examples.py WORKDIR [--ansible-playbook PATH] [--python PA
   ANSIBLE_COLLECTIONS_PATH as set (the installed collection in tests/compat.sh), else build/collections (the checkout).
   Exit status 0 when every example ran; the playbook's output is in WORKDIR/examples.log.
 From Python: run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable) returns
-(returncode, output, failed) where failed lists the hosts (examples) that failed or were unreachable.
+(returncode, output, failed) where failed lists the hosts (examples) that did not run to their end.
 """
 
 from __future__ import annotations
@@ -45,14 +48,59 @@ FAKENVML_DIR = ROOT / "build" / "fakenvml"
 
 # What runs differently from a paste, and why (see the docstring). Keys: plugins/<type>/<name>.py or README.md#<n>
 # (the n-th YAML play of the README, from 1).
+_SLURMD = "needs slurmd, which only a Slurm node has (the slurm role runs the filter in molecule's slurm scenario)"
+_SCONTROL = "needs Slurm's controller (scontrol), which only a Slurm cluster has (molecule's slurm scenario)"
+_SACCT = "needs Slurm's accounting (sacct), which only a Slurm cluster has (molecule's slurm scenario)"
+_FABRIC = "reads the InfiniBand devices of a node"
 SETUP = {
-    "plugins/modules/gpu_mig.py": {"fixture": "dgx-a100-mig", "why": "its layouts are an A100 80GB node's"},
-    "plugins/modules/gpu_cdi.py": {"fixture": "dgx-a100-mig", "why": "lays out MIG as an A100 80GB node can"},
-    "plugins/modules/ib_facts.py": {"fabric": True, "why": "reads InfiniBand devices"},
-    "plugins/filter/nccl_env.py": {"fabric": True, "why": "reads InfiniBand devices"},
+    "plugins/modules/gpu_cdi.py": {"skip": "needs the driver's device nodes (/dev/nvidia*) and libraries, which only a "
+                                           "node with the driver has (tests/unit/plugins/modules/test_gpu_cdi.py and "
+                                           "molecule's gpu_settings scenario run it on a simulated node)"},
+    "plugins/modules/gpu_mig.py": {"fixture_edit": {"gpu.*.mig.current=0": "gpu.*.mig.current=1",
+                                                    "gpu.*.mig.pending=0": "gpu.*.mig.pending=1"},
+                                   "why": "MIG mode is on already, as after the GPU reset its first task asks for"},
+    "plugins/modules/ib_facts.py": {"fabric": True, "why": _FABRIC},
+    "plugins/modules/node_files.py": {"skip": "puts the gpu_settings role's templates in place and restarts its systemd "
+                                              "service: it runs inside that role (molecule's gpu_settings scenario)"},
+    "plugins/filter/nccl_env.py": {"fabric": True, "why": _FABRIC},
+    "plugins/filter/_ipoib_problems.py": {"fabric": True, "why": _FABRIC},
     "plugins/filter/nfd_feature_file.py": {"paths": {"/etc/kubernetes/": "etc/kubernetes/"},
                                            "why": "writes NFD's feature file under /etc"},
+    "plugins/filter/node_file_paths.py": {"paths": {"/etc/accelops-gpu": "etc/accelops-gpu",
+                                                    "/usr/local/": "usr/local/"},
+                                          "why": "writes the boot part's files under /etc and /usr/local"},
+    "plugins/filter/_file_matches.py": {"paths": {"/etc/": "etc/"}, "why": "writes /etc/app.conf"},
+    "plugins/filter/fleet_report_model.py": {"alone": True, "why": "reads every host of its play"},
+    "plugins/filter/fleet_report_html.py": {"alone": True, "paths": {"/var/tmp/": "var/tmp/"},
+                                            "why": "reads every host of its play; writes the report"},
+    "plugins/filter/torch_cuda_channel.py": {"check": "installs torch from download.pytorch.org"},
+    "plugins/filter/_pip_unmet.py": {"check": "installs nvidia-ml-py from PyPI into /opt/app/venv"},
+    "plugins/filter/_alternatives_set.py": {"check": "would point /usr/local/cuda of this machine elsewhere"},
+    "plugins/filter/_running_units.py": {"skip": "starts a service: needs systemd as PID 1"},
+    "plugins/filter/gpu_waste_model.py": {"skip": _SACCT},
+    "plugins/filter/gpu_waste_html.py": {"skip": _SACCT},
+    "plugins/filter/slurm_hardware.py": {"skip": _SLURMD},
+    "plugins/filter/slurm_node_gres.py": {"skip": _SLURMD},
+    "plugins/filter/slurm_node_line.py": {"skip": _SLURMD},
+    "plugins/filter/slurm_gres_conf.py": {"skip": _SLURMD},
+    "plugins/filter/_slurm_gres_mismatch.py": {"skip": _SLURMD},
+    "plugins/filter/_slurm_maintenance.py": {"skip": _SCONTROL},
+    "plugins/filter/_slurm_health_actions.py": {"skip": _SCONTROL},
+    "plugins/filter/_slurm_node_problems.py": {"skip": _SCONTROL},
+    "plugins/filter/_slurm_foreign_scripts.py": {"skip": "reads /etc/slurm/slurm.conf, which only a Slurm node has"},
+    "plugins/filter/_kubernetes_health_actions.py": {"skip": "needs kubectl and a Kubernetes cluster"},
+    "plugins/filter/_dcgm_diag_problems.py": {"skip": "needs NVIDIA DCGM (dcgmi) and its host engine"},
+    "plugins/filter/_dkms_unbuilt.py": {"skip": "needs DKMS, which the driver's packages bring"},
+    "plugins/filter/_apt_outdated.py": {"skip": "installs the driver's packages, which only NVIDIA's CUDA repository "
+                                                "among apt's sources offers"},
+    "plugins/filter/_kernel_headers_missing.py": {"skip": "installs kernel headers of kernels this machine does not "
+                                                          "have"},
+    "plugins/filter/_key_download_problem.py": {"skip": "downloads from a mirror (mirror.example) the tests cannot "
+                                                        "reach"},
+    "plugins/filter/_signing_key_problems.py": {"skip": "reads the key file that the download of "
+                                                        "_key_download_problem's example stores"},
 }
+
 
 # Names every example may use without defining them: Ansible's own variables and Jinja's and Ansible's globals.
 MAGIC = {"ansible_facts", "inventory_hostname", "inventory_hostname_short", "hostvars", "groups", "ansible_host",
@@ -177,7 +225,7 @@ def build(workdir, python=sys.executable):
     stale = sorted(set(SETUP) - keys)
     if stale:
         raise SystemExit("examples: SETUP names examples that do not exist: %s" % ", ".join(stale))
-    hosts, not_run = {}, []
+    hosts, not_run, shared, alone = {}, [], [], []
     for example in examples:
         setup = SETUP.get(example["key"], {})
         host = example["host"] = host_name(example["key"])
@@ -187,26 +235,42 @@ def build(workdir, python=sys.executable):
         text = example["text"]
         for old, new in setup.get("paths", {}).items():
             text = text.replace(old, "%s/%s" % (place, new))
+            (place / new if new.endswith("/") else (place / new).parent).mkdir(parents=True, exist_ok=True)
         (place / "tasks.yml").write_text(text, encoding="utf-8")
         if "skip" in setup:
             not_run.append({"name": "Load %s, which is not run" % example["key"],
                             "ansible.builtin.import_tasks": str(place / "tasks.yml"), "tags": ["never"]})
             continue
         fixture = place / "nvml.conf"
-        shutil.copyfile(FIXTURES / ("%s.conf" % setup.get("fixture", "dgx-h100")), fixture)
+        values = (FIXTURES / ("%s.conf" % setup.get("fixture", "dgx-h100"))).read_text(encoding="utf-8")
+        for old, new in setup.get("fixture_edit", {}).items():
+            if old not in values:
+                raise SystemExit("examples: %s: the fixture has no line %s" % (example["key"], old))
+            values = values.replace(old, new)
+        fixture.write_text(values, encoding="utf-8")
         make_sysfs(python, fixture, place / "sys", setup.get("fabric", False))
         hosts[host] = {"example_fixture": str(fixture), "example_sysfs": str(place / "sys"),
                        "example_tasks": str(place / "tasks.yml"), "example_check": "check" in setup}
-    include = {"ansible.builtin.include_tasks": {"file": "{{ example_tasks }}"}}
-    plays = [{
-        "name": "The examples, each on a host of its own", "hosts": "all", "gather_facts": False,
-        "environment": {"FAKE_NVML_FIXTURE": "{{ example_fixture }}"},
-        "module_defaults": {"group/accelops.gpu.sysfs": {"sysfs_root": "{{ example_sysfs }}"}},
-        "tasks": [dict(include, name="Run the example", when="not example_check"),
-                  {"name": "Run the example in check mode", "when": "example_check",
-                   "ansible.builtin.include_tasks": {"file": "{{ example_tasks }}", "apply": {"check_mode": True}}}],
-    }, {"name": "The examples that are not run (loaded only)", "hosts": "all", "gather_facts": False,
-        "tasks": not_run or [{"name": "None", "ansible.builtin.meta": "noop"}]}]
+        if "alone" in setup:
+            alone.append((example["key"], host))
+        else:
+            shared.append(host)
+    done = {"name": "Say that the example ran to its end", "ansible.builtin.debug": {"msg": "EXAMPLE DONE"}}
+    keywords = {"gather_facts": False, "environment": {"FAKE_NVML_FIXTURE": "{{ example_fixture }}"},
+                "module_defaults": {"group/accelops.gpu.sysfs": {"sysfs_root": "{{ example_sysfs }}"}}}
+    plays = [dict({"name": "The examples, each on a host of its own", "hosts": ":".join(shared) or "none"}, **keywords,
+                  tasks=[{"name": "Run the example", "when": "not example_check",
+                          "ansible.builtin.include_tasks": {"file": "{{ example_tasks }}"}},
+                         {"name": "Run the example in check mode", "when": "example_check",
+                          "ansible.builtin.include_tasks": {"file": "{{ example_tasks }}",
+                                                            "apply": {"check_mode": True}}},
+                         done])]
+    plays += [dict({"name": "Example %s, in a play of its own" % key, "hosts": host}, **keywords,
+                   tasks=[{"name": "Run the example", "ansible.builtin.import_tasks": str(workdir / host / "tasks.yml")},
+                          done])
+              for key, host in alone]
+    plays.append({"name": "The examples that are not run (loaded only)", "hosts": "localhost", "gather_facts": False,
+                  "tasks": not_run or [{"name": "None", "ansible.builtin.meta": "noop"}]})
     inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": python,
                                   "ansible_become": False, "ansible_host": "127.0.0.1"},
                          "hosts": hosts}}
@@ -233,8 +297,9 @@ def run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.execut
                           cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=600)
     output = done.stdout + done.stderr
     (workdir / "examples.log").write_text(output, encoding="utf-8")
-    recap = dict(re.findall(r"^(\S+)\s+: (ok=.*)$", output, re.M))
-    failed = sorted(host for host, counts in recap.items() if re.search(r"(unreachable|failed)=[1-9]", counts))
+    finished = set(re.findall(r'^ok: \[(\S+)\] => \{\n\s+"msg": "EXAMPLE DONE"', output, re.M))
+    hosts = yaml.safe_load((workdir / "inventory.yml").read_text(encoding="utf-8"))["all"]["hosts"]
+    failed = sorted(set(hosts) - finished)
     return done.returncode, output, failed
 
 
