@@ -61,8 +61,9 @@ SETUP = {
                                                     "gpu.*.mig.pending=0": "gpu.*.mig.pending=1"},
                                    "why": "MIG mode is on already, as after the GPU reset its first task asks for"},
     "plugins/modules/ib_facts.py": {"fabric": True, "why": _FABRIC},
-    "plugins/modules/node_files.py": {"skip": "puts the gpu_settings role's templates in place and restarts its systemd "
-                                              "service: it runs inside that role (molecule's gpu_settings scenario)"},
+    "plugins/modules/node_files.py": {"skip": "puts the gpu_settings role's templates in place and restarts its "
+                                              "systemd service: it runs inside that role (molecule's gpu_settings "
+                                              "scenario)"},
     "plugins/filter/nccl_env.py": {"fabric": True, "why": _FABRIC},
     "plugins/filter/_ipoib_problems.py": {"fabric": True, "why": _FABRIC},
     "plugins/filter/nfd_feature_file.py": {"paths": {"/etc/kubernetes/": "etc/kubernetes/"},
@@ -198,9 +199,8 @@ def undefined_names(tasks):
         for key, value in task.items():
             if key in ("block", "rescue", "always"):
                 continue
-            for inner, text in strings(value, key):
-                if inner in EXPRESSIONS and "{{" not in text:
-                    text = "{{ %s }}" % text
+            for inner, found in strings(value, key):
+                text = "{{ %s }}" % found if inner in EXPRESSIONS and "{{" not in found else found
                 if "{{" in text or "{%" in text:
                     with warnings.catch_warnings():  # a regex's backslashes in a Jinja string (Ansible's too)
                         warnings.simplefilter("ignore", DeprecationWarning)
@@ -266,7 +266,8 @@ def build(workdir, python=sys.executable):
                   tasks=[{"name": "Run the example", "ansible.builtin.include_tasks": {
                       "file": "{{ example_tasks }}", "apply": {"check_mode": "{{ example_check }}"}}}])]
     plays += [dict({"name": "Example %s, in a play of its own" % key, "hosts": host}, **keywords,
-                   tasks=[{"name": "Run the example", "ansible.builtin.import_tasks": str(workdir / host / "tasks.yml")}])
+                   tasks=[{"name": "Run the example",
+                           "ansible.builtin.import_tasks": str(workdir / host / "tasks.yml")}])
               for key, host in alone]
     plays.append({"name": "The examples that are not run (loaded only)", "hosts": "localhost", "gather_facts": False,
                   "tasks": not_run or [{"name": "None", "ansible.builtin.meta": "noop"}]})

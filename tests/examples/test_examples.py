@@ -5,9 +5,8 @@ the fake NVML, except the few its SETUP lists with the reason each cannot run he
 from __future__ import annotations
 
 import pytest
-import yaml
-
 import run_examples
+import yaml
 
 EXAMPLES = run_examples.collect()
 
