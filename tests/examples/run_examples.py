@@ -22,10 +22,12 @@ An example of a plugin that SETUP does not name runs as it stands; a name in SET
 Every example with `become: true` runs without it (this machine runs the tests as the user who started them and has no
 sudo): the inventory sets `ansible_become: false`.
 
-Usage: tests/examples/run_examples.py WORKDIR [--ansible-playbook PATH] [--python PATH]
+Usage: tests/examples/run_examples.py WORKDIR [--ansible-playbook PATH] [--python PATH] [--fakenvml DIR]
   ANSIBLE_COLLECTIONS_PATH as set (the installed collection in tests/compat.sh), else build/collections (the checkout).
   Exit status 0 when every example ran; the playbook's output is in WORKDIR/examples.log.
-From Python: run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable) returns
+Another ansible-core (a container's, say) runs it with --ansible-playbook and --python (the nodes' Python, which needs
+nvidia-ml-py), or from Python:
+run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable, fakenvml=build/fakenvml) returns
 (returncode, output, failed) where failed lists the hosts (examples) that did not run to their end.
 """
 
@@ -279,8 +281,9 @@ def build(workdir, python=sys.executable):
     return examples
 
 
-def run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable):
-    """Build the playbook and run it; returns (returncode, output, failed hosts)."""
+def run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.executable, fakenvml=FAKENVML_DIR):
+    """Build the playbook and run it with the given ansible-playbook, the nodes' Python and the directory of the fake
+    libnvidia-ml.so.1; returns (returncode, output, failed hosts)."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     build(workdir, python)
@@ -294,7 +297,7 @@ def run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.execut
     env.setdefault("ANSIBLE_HOME", str(workdir / "ansible-home"))
     # A longer poll than the default 1 ms: the free strategy's loop otherwise takes a core from the examples.
     env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_INTERNAL_POLL_INTERVAL="0.02",
-               LD_LIBRARY_PATH=str(FAKENVML_DIR))
+               LD_LIBRARY_PATH=str(fakenvml))
     done = subprocess.run([ansible_playbook, "-i", "inventory.yml", "examples.yml"],
                           cwd=workdir, env=env, capture_output=True, text=True, check=False, timeout=600)
     output = done.stdout + done.stderr
@@ -313,8 +316,9 @@ def main():
     parser.add_argument("workdir")
     parser.add_argument("--ansible-playbook", default="ansible-playbook")
     parser.add_argument("--python", default=sys.executable, help="the nodes' Python (with nvidia-ml-py)")
+    parser.add_argument("--fakenvml", default=str(FAKENVML_DIR), help="the directory of the fake libnvidia-ml.so.1")
     args = parser.parse_args()
-    returncode, output, failed = run_examples(args.workdir, args.ansible_playbook, args.python)
+    returncode, output, failed = run_examples(args.workdir, args.ansible_playbook, args.python, args.fakenvml)
     if returncode != 0 or failed:
         print(output[-6000:])
         print("examples: failed: %s (the whole output: %s/examples.log)" % (", ".join(failed) or "the run",
