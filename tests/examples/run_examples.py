@@ -16,6 +16,7 @@ What runs differently from a paste on a GPU node is said in SETUP below, example
   fixture another NVML fixture than dgx-h100
   fixture_edit  lines of the fixture's copy replaced (a state the example's own steps lead to on a real node)
   fabric  the sysfs of an RDMA fabric (tests/sim/host/mkfabric.py) instead of the GPUs' alone
+  programs  programs put first on PATH that print what a node's own print (slurmd -C, sacct)
   alone   in a play of its own, after the others (it reads every host of its play: run_once, ansible_play_hosts);
           when it fails, the plays after it do not run and their examples count as failed
 An example of a plugin that SETUP does not name runs as it stands; a name in SETUP without an example fails.
@@ -51,9 +52,12 @@ FAKENVML_DIR = ROOT / "build" / "fakenvml"
 
 # What runs differently from a paste, and why (see the docstring). Keys: plugins/<type>/<name>.py or README.md#<n>
 # (the n-th YAML play of the README, from 1).
-_SLURMD = "needs slurmd, which only a Slurm node has (the slurm role runs the filter in molecule's slurm scenario)"
 _SCONTROL = "needs Slurm's controller (scontrol), which only a Slurm cluster has (molecule's slurm scenario)"
-_SACCT = "needs Slurm's accounting (sacct), which only a Slurm cluster has (molecule's slurm scenario)"
+# What slurmd -C prints on a DGX H100 (Slurm 24.11), and sacct for the day of the examples' window.
+_SLURMD_C = {"slurmd": "NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 "
+                       "RealMemory=2063937\nUpTime=12-03:04:05\n"}
+_SACCT = {"sacct": (ROOT / "tests" / "sim" / "slurm" / "sacct-24.11.txt").read_text(encoding="utf-8")}
+_SLURM_WHY = "runs Slurm's commands: programs that print what they print on a Slurm node"
 _FABRIC = "reads the InfiniBand devices of a node"
 SETUP = {
     "plugins/modules/gpu_cdi.py": {"skip": "needs the driver's device nodes (/dev/nvidia*) and libraries, which only a "
@@ -81,13 +85,15 @@ SETUP = {
     "plugins/filter/_pip_unmet.py": {"check": "installs nvidia-ml-py from PyPI into /opt/app/venv"},
     "plugins/filter/_alternatives_set.py": {"check": "would point /usr/local/cuda of this machine elsewhere"},
     "plugins/filter/_running_units.py": {"skip": "starts a service: needs systemd as PID 1"},
-    "plugins/filter/gpu_waste_model.py": {"skip": _SACCT},
-    "plugins/filter/gpu_waste_html.py": {"skip": _SACCT},
-    "plugins/filter/slurm_hardware.py": {"skip": _SLURMD},
-    "plugins/filter/slurm_node_gres.py": {"skip": _SLURMD},
-    "plugins/filter/slurm_node_line.py": {"skip": _SLURMD},
-    "plugins/filter/slurm_gres_conf.py": {"skip": _SLURMD},
-    "plugins/filter/_slurm_gres_mismatch.py": {"skip": _SLURMD},
+    "plugins/filter/gpu_waste_model.py": {"programs": _SACCT, "why": _SLURM_WHY},
+    "plugins/filter/gpu_waste_html.py": {"programs": _SACCT, "paths": {"/var/tmp/": "var/tmp/"}, "why": _SLURM_WHY},
+    "plugins/filter/slurm_hardware.py": {"programs": _SLURMD_C, "why": _SLURM_WHY},
+    "plugins/filter/slurm_node_gres.py": {"programs": _SLURMD_C, "why": _SLURM_WHY},
+    "plugins/filter/slurm_node_line.py": {"programs": _SLURMD_C, "why": _SLURM_WHY},
+    "plugins/filter/slurm_gres_conf.py": {"programs": _SLURMD_C, "paths": {"/etc/slurm/": "etc/slurm/"},
+                                          "why": _SLURM_WHY},
+    "plugins/filter/_slurm_gres_mismatch.py": {"skip": "needs slurmd -G, which detects the GPUs of a Slurm node with "
+                                                       "the configuration being written"},
     "plugins/filter/_slurm_maintenance.py": {"skip": _SCONTROL},
     "plugins/filter/_slurm_health_actions.py": {"skip": _SCONTROL},
     "plugins/filter/_slurm_node_problems.py": {"skip": _SCONTROL},
@@ -254,13 +260,21 @@ def build(workdir, python=sys.executable):
             values = values.replace(old, new)
         fixture.write_text(values, encoding="utf-8")
         make_sysfs(python, fixture, place / "sys", setup.get("fabric", False))
-        hosts[host] = {"example_fixture": str(fixture), "example_sysfs": str(place / "sys"),
+        search = os.environ.get("PATH", os.defpath)
+        if setup.get("programs"):
+            (place / "bin").mkdir()
+            for name, printed in setup["programs"].items():
+                (place / "bin" / name).write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % printed, encoding="utf-8")
+                (place / "bin" / name).chmod(0o755)
+            search = "%s:%s" % (place / "bin", search)
+        hosts[host] = {"example_fixture": str(fixture), "example_sysfs": str(place / "sys"), "example_path": search,
                        "example_tasks": str(place / "tasks.yml"), "example_check": "check" in setup}
         if "alone" in setup:
             alone.append((example["key"], host))
         else:
             shared.append(host)
-    keywords = {"gather_facts": False, "environment": {"FAKE_NVML_FIXTURE": "{{ example_fixture }}"},
+    keywords = {"gather_facts": False,
+                "environment": {"FAKE_NVML_FIXTURE": "{{ example_fixture }}", "PATH": "{{ example_path }}"},
                 "module_defaults": {"group/accelops.gpu.sysfs": {"sysfs_root": "{{ example_sysfs }}"}}}
     # The free strategy runs each host's tasks as soon as its previous one ends: the hosts' examples side by side.
     plays = [dict({"name": "The examples, each on a host of its own", "hosts": ":".join(shared) or "none",

@@ -28,7 +28,8 @@ def test_every_exception_is_an_example_with_its_reason():
     for key, setup in run_examples.SETUP.items():
         reason = setup.get("skip") or setup.get("check") or setup.get("why")
         assert isinstance(reason, str) and len(reason) > 10, key
-        assert set(setup) <= {"skip", "check", "why", "paths", "fixture", "fixture_edit", "fabric", "alone"}, key
+        assert set(setup) <= {"skip", "check", "why", "paths", "fixture", "fixture_edit", "fabric", "programs",
+                              "alone"}, key
 
 
 def test_the_readme_holds_plays_and_one_inventory():
