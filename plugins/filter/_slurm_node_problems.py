@@ -49,7 +49,11 @@ EXAMPLES = r"""
 # ["gpu01: state IDLE+DRAIN, reason: gres/gpu count reported lower than configured (7 < 8) [slurm@2026-12-02T00:30:00]"]
 - name: Check the nodes
   ansible.builtin.assert:
-    that: scontrol | accelops.gpu._slurm_node_problems(['gpu01', 'gpu02']) | length == 0
+    that: scontrol | accelops.gpu._slurm_node_problems(nodes) | length == 0
+  vars:
+    nodes:
+      - {name: gpu01, gres: "gpu:nvidia_h100_80gb_hbm3:8"}
+      - {name: gpu02, gres: "gpu:nvidia_h100_80gb_hbm3:8"}
 """
 
 RETURN = r"""

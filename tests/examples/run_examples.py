@@ -57,6 +57,10 @@ _SCONTROL = "needs Slurm's controller (scontrol), which only a Slurm cluster has
 _SLURMD_C = {"slurmd": "NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 "
                        "RealMemory=2063937\nUpTime=12-03:04:05\n"}
 _SACCT = {"sacct": (ROOT / "tests" / "sim" / "slurm" / "sacct-24.11.txt").read_text(encoding="utf-8")}
+# scontrol of a controller with two idle DGX H100 nodes: `show node` prints them, `update` takes any change.
+_SCONTROL_IDLE = {"scontrol": "#!/bin/sh\n[ \"$1\" = update ] && exit 0\ncat <<'EOF'\n%sEOF\n" % "".join(
+    "NodeName=%s Arch=x86_64 CoresPerSocket=56 Gres=gpu:nvidia_h100_80gb_hbm3:8 State=IDLE ThreadsPerCore=2\n" % name
+    for name in ("gpu01", "gpu02"))}
 _SLURM_WHY = "runs Slurm's commands: programs that print what they print on a Slurm node"
 _FABRIC = "reads the InfiniBand devices of a node"
 SETUP = {
@@ -94,9 +98,9 @@ SETUP = {
                                           "why": _SLURM_WHY},
     "plugins/filter/_slurm_gres_mismatch.py": {"skip": "needs slurmd -G, which detects the GPUs of a Slurm node with "
                                                        "the configuration being written"},
-    "plugins/filter/_slurm_maintenance.py": {"skip": _SCONTROL},
-    "plugins/filter/_slurm_health_actions.py": {"skip": _SCONTROL},
-    "plugins/filter/_slurm_node_problems.py": {"skip": _SCONTROL},
+    "plugins/filter/_slurm_maintenance.py": {"programs": _SCONTROL_IDLE, "why": _SLURM_WHY},
+    "plugins/filter/_slurm_health_actions.py": {"programs": _SCONTROL_IDLE, "why": _SLURM_WHY},
+    "plugins/filter/_slurm_node_problems.py": {"programs": _SCONTROL_IDLE, "why": _SLURM_WHY},
     "plugins/filter/_slurm_foreign_scripts.py": {"skip": "reads /etc/slurm/slurm.conf, which only a Slurm node has"},
     "plugins/filter/_kubernetes_health_actions.py": {"skip": "needs kubectl and a Kubernetes cluster"},
     "plugins/filter/_dcgm_diag_problems.py": {"skip": "needs NVIDIA DCGM (dcgmi) and its host engine"},
@@ -264,7 +268,8 @@ def build(workdir, python=sys.executable):
         if setup.get("programs"):
             (place / "bin").mkdir()
             for name, printed in setup["programs"].items():
-                (place / "bin" / name).write_text("#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % printed, encoding="utf-8")
+                script = printed if printed.startswith("#!") else "#!/bin/sh\ncat <<'EOF'\n%sEOF\n" % printed
+                (place / "bin" / name).write_text(script, encoding="utf-8")
                 (place / "bin" / name).chmod(0o755)
             search = "%s:%s" % (place / "bin", search)
         hosts[host] = {"example_fixture": str(fixture), "example_sysfs": str(place / "sys"), "example_path": search,
