@@ -50,9 +50,6 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "sim" / "nvml" / "fixtures"
 FAKENVML_DIR = ROOT / "build" / "fakenvml"
 
-# What runs differently from a paste, and why (see the docstring). Keys: plugins/<type>/<name>.py or README.md#<n>
-# (the n-th YAML play of the README, from 1).
-_SCONTROL = "needs Slurm's controller (scontrol), which only a Slurm cluster has (molecule's slurm scenario)"
 # What slurmd -C prints on a DGX H100 (Slurm 24.11), and sacct for the day of the examples' window.
 _SLURMD_C = {"slurmd": "NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 "
                        "RealMemory=2063937\nUpTime=12-03:04:05\n"}
@@ -63,6 +60,8 @@ _SCONTROL_IDLE = {"scontrol": "#!/bin/sh\n[ \"$1\" = update ] && exit 0\ncat <<'
     for name in ("gpu01", "gpu02"))}
 _SLURM_WHY = "runs Slurm's commands: programs that print what they print on a Slurm node"
 _FABRIC = "reads the InfiniBand devices of a node"
+# What runs differently from a paste, and why (see the docstring). Keys: plugins/<type>/<name>.py or README.md#<n>
+# (the n-th YAML play of the README, from 1).
 SETUP = {
     "plugins/modules/gpu_cdi.py": {"skip": "needs the driver's device nodes (/dev/nvidia*) and libraries, which only a "
                                            "node with the driver has (tests/unit/plugins/modules/test_gpu_cdi.py and "
