@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run every example of the collection's documentation as it would be pasted: the EXAMPLES of each plugin under
 plugins/ and the YAML plays of README.md.
 
@@ -23,7 +22,7 @@ An example of a plugin that SETUP does not name runs as it stands; a name in SET
 Every example with `become: true` runs without it (this machine runs the tests as the user who started them and has no
 sudo): the inventory sets `ansible_become: false`.
 
-Usage: tests/examples/run_examples.py WORKDIR [--ansible-playbook PATH] [--python PATH] [--fakenvml DIR]
+Usage: python tests/examples/run_examples.py WORKDIR [--ansible-playbook PATH] [--python PATH] [--fakenvml DIR]
   ANSIBLE_COLLECTIONS_PATH as set (the installed collection in tests/compat.sh), else build/collections (the checkout).
   Exit status 0 when every example ran; the playbook's output is in WORKDIR/examples.log.
 Another ansible-core (a container's, say) runs it with --ansible-playbook and --python (the nodes' Python, which needs
@@ -330,7 +329,7 @@ def run_examples(workdir, ansible_playbook="ansible-playbook", python=sys.execut
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("workdir")
     parser.add_argument("--ansible-playbook", default="ansible-playbook")
     parser.add_argument("--python", default=sys.executable, help="the nodes' Python (with nvidia-ml-py)")
