@@ -263,9 +263,10 @@ def _nodes_read(nodes):
     if not isinstance(nodes, dict):
         return nodes
     read = {}
-    for name, data in nodes.items():
-        if isinstance(data, dict):
-            data = dict(data, **{key: _unset(data[key]) for key in SECTIONS if key in data})
+    for name, given in nodes.items():
+        data = given
+        if isinstance(given, dict):
+            data = dict(given, **{key: _unset(given[key]) for key in SECTIONS if key in given})
             if isinstance(data.get("validation"), dict):
                 data["validation"] = {framework: _unset(record) for framework, record in data["validation"].items()}
         read[name] = data
