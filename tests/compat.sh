@@ -163,11 +163,13 @@ recap settings-again | grep -q 'changed=0.*failed=0' || { echo "compat: gpu_sett
 [ ! -e /opt/accelops-gpu ] || { echo "compat: the plays installed into /opt/accelops-gpu on this machine" >&2; exit 1; }
 echo "compat: gpu_settings sets 500 W on 8 GPUs (check mode changes nothing, a second run changes nothing)"
 
-# Every example of the documentation, as pasted, against the fake NVML (tests/examples/run_examples.py; the units
-# stage runs it on the project's venv, this on the installed collection and this ansible-core).
-python tests/examples/run_examples.py "$work/examples" --python "$python" >"$work/examples.out" 2>&1 ||
-  { cat "$work/examples.out" >&2; exit 1; }
-echo "compat: every example of the documentation runs ($work/examples/examples.log)"
+# Every example of the documentation, as pasted, against the fake NVML (tests/examples/run_examples.py), with the
+# installed collection on this ansible-core (in the container too); the units stage runs them on the project's venv.
+if [ "$version" != venv ]; then
+  python tests/examples/run_examples.py "$work/examples" --python "$python" >"$work/examples.out" 2>&1 ||
+    { cat "$work/examples.out" >&2; exit 1; }
+  echo "compat: every example of the documentation runs ($work/examples/examples.log)"
+fi
 
 unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME LD_LIBRARY_PATH FAKE_NVML_FIXTURE
 if [ -n "${COMPAT_WHEELS:-}" ] && [ "${COMPAT_SANITY_TESTS:-}" != none ]; then
