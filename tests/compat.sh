@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prove the collection on one ansible-core release, in a virtual environment of its own: the release check (build,
-# install, ansible-doc of every plugin and role, syntax check of every playbook), a real run of the facts playbook and
-# of the gpu_settings role against the fake NVML (on this machine, or in a container of IMAGE), and ansible-test sanity.
+# install, ansible-doc of every plugin and role, syntax check of every playbook), a real run of the facts playbook,
+# of the gpu_settings role and of every example of the documentation against the fake NVML (on this machine, or in a
+# container of IMAGE), and ansible-test sanity.
 # Usage: tests/compat.sh VERSION WORKDIR [IMAGE]
 #   VERSION: an ansible-core release such as 2.17.0, installed into WORKDIR/venv (kept between runs), or "venv" for
 #   the project's own virtual environment on PATH: then galaxy-importer runs too, and sanity does not (the sanity
@@ -161,6 +162,14 @@ play settings-again "${settings[@]}"
 recap settings-again | grep -q 'changed=0.*failed=0' || { echo "compat: gpu_settings is not idempotent: $(recap settings-again)" >&2; exit 1; }
 [ ! -e /opt/accelops-gpu ] || { echo "compat: the plays installed into /opt/accelops-gpu on this machine" >&2; exit 1; }
 echo "compat: gpu_settings sets 500 W on 8 GPUs (check mode changes nothing, a second run changes nothing)"
+
+# Every example of the documentation, as pasted, against the fake NVML (tests/examples/run_examples.py), with the
+# installed collection on this ansible-core (in the container too); the units stage runs them on the project's venv.
+if [ "$version" != venv ]; then
+  python tests/examples/run_examples.py "$work/examples" --python "$python" >"$work/examples.out" 2>&1 ||
+    { cat "$work/examples.out" >&2; exit 1; }
+  echo "compat: every example of the documentation runs ($work/examples/examples.log)"
+fi
 
 unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_HOME LD_LIBRARY_PATH FAKE_NVML_FIXTURE
 if [ -n "${COMPAT_WHEELS:-}" ] && [ "${COMPAT_SANITY_TESTS:-}" != none ]; then

@@ -46,6 +46,11 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the alternative's state
+  accelops.gpu.node_probe:
+    files: [/etc/alternatives/cuda, /var/lib/dpkg/alternatives/cuda]
+  register: state
+
 - name: Point /usr/local/cuda at the default toolkit where it does not point there yet
   ansible.builtin.command:
     argv: [update-alternatives, --set, cuda, /usr/local/cuda-12.8]

@@ -57,6 +57,7 @@ EXAMPLES = r"""
     that: problems | length == 0
     fail_msg: "{{ problems | join('; ') }}; nothing was changed."
   vars:
+    nvidia_driver_module_params: {nvidia: {NVreg_EnableStreamMemOPs: 1}}
     problems: >-
       {{ nvidia_driver_module_params
          | accelops.gpu._config_value_problems('modprobe_options', 'nvidia_driver_module_params') }}

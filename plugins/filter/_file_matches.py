@@ -47,16 +47,21 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the file once
+  accelops.gpu.node_probe:
+    files: [/etc/app.conf]
+  register: state
+
 - name: Write the configuration only where it differs
-  ansible.builtin.template:
-    src: app.conf.j2
+  ansible.builtin.copy:
+    content: "threads = 8\n"
     dest: /etc/app.conf
     owner: root
     group: root
     mode: "0644"
   when: >-
     not (state.files['/etc/app.conf'] | accelops.gpu._file_matches(owner='root', group='root', mode='0644',
-         checksum=lookup('ansible.builtin.template', 'app.conf.j2') | hash('sha1')))
+         checksum='threads = 8\n' | hash('sha1')))
 """
 
 RETURN = r"""

@@ -39,11 +39,15 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather RDMA facts
+  accelops.gpu.ib_facts:
+
 - name: Check the IPoIB interfaces
   ansible.builtin.assert:
     that: problems | length == 0
     fail_msg: "{{ problems | join('; ') }}"
   vars:
+    infiniband_ipoib_interfaces: [{interface: ibp24s0, address: 10.10.0.11/16}]
     problems: >-
       {{ infiniband_ipoib_interfaces | accelops.gpu._ipoib_problems(ansible_facts.infiniband.devices
          | map(attribute='netdevs') | flatten | selectattr('type', 'equalto', 'ipoib') | map(attribute='name')) }}

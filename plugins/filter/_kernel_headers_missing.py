@@ -40,6 +40,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the installed packages
+  ansible.builtin.package_facts:
+
 # ['linux-headers-6.1.0-29-amd64'] when only the running kernel's headers are installed
 - name: Install the missing headers
   ansible.builtin.package:

@@ -44,6 +44,8 @@ EXAMPLES = r"""
 - name: The commands
   ansible.builtin.debug:
     msg: "{{ actions | accelops.gpu._kubectl_steps }}"
+  vars:
+    actions: [{node: gpu01, action: cordon, reason: "GPU 3 is lost: it fell off the bus or stopped answering"}]
 """
 
 RETURN = r"""

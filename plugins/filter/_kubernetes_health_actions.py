@@ -49,10 +49,22 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Check the GPUs' health
+  accelops.gpu.gpu_health:
+    fail_on: never
+  register: health
+
+- name: Read the nodes from Kubernetes
+  ansible.builtin.command: kubectl get nodes --output json
+  register: nodes
+  changed_when: false
+
 # [{"node": "gpu01", "action": "cordon", "reason": "GPU 3 is lost: it fell off the bus or stopped answering"}]
 - name: What to do
   ansible.builtin.debug:
     msg: "{{ nodes.stdout | accelops.gpu._kubernetes_health_actions(verdicts) }}"
+  vars:
+    verdicts: "{{ [{'name': inventory_hostname_short, 'verdict': health.verdict, 'findings': health.findings}] }}"
 """
 
 RETURN = r"""

@@ -34,6 +34,11 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Ask apt which versions it offers
+  ansible.builtin.command: apt-cache madison libcudnn9-cuda-12
+  register: madison
+  changed_when: false
+
 # {"libcudnn9-cuda-12": ["9.8.0.87-1", "9.1.0.70-1"]}
 - name: What apt offers
   ansible.builtin.debug:

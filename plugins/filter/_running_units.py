@@ -31,6 +31,11 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the exporter's unit
+  accelops.gpu.node_probe:
+    services: [exporter.service]
+  register: state
+
 - name: Start the exporter where it does not run yet
   ansible.builtin.systemd_service:
     name: exporter.service

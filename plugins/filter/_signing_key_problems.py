@@ -66,7 +66,9 @@ EXAMPLES = r"""
     that: problems | length == 0
     fail_msg: "{{ problems | join('; ') }}; nothing was trusted"
   vars:
-    problems: "{{ key_info | accelops.gpu._signing_key_problems(pinned, source=key_url) }}"
+    problems: >-
+      {{ key_info | accelops.gpu._signing_key_problems('EB693B3035CD5710E231E123A4B469963BF863CC',
+                                                       source='https://mirror.example/repo.pub') }}
 """
 
 RETURN = r"""

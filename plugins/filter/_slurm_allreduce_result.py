@@ -33,6 +33,32 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Plan the all-reduce across nodes
+  ansible.builtin.set_fact:
+    plan: >-
+      {{ [{'name': 'gpu01', 'address': '', 'frameworks': {'pytorch': {'venv': '/opt/accelops-gpu/pytorch', 'gpus': 8}}},
+          {'name': 'gpu02', 'address': '', 'frameworks': {'pytorch': {'venv': '/opt/accelops-gpu/pytorch', 'gpus': 8}}}]
+         | accelops.gpu._slurm_allreduce_plan(megabytes=1024) }}
+
+- name: Start each pair's srun
+  ansible.builtin.command:
+    argv: "{{ item.argv }}"
+  loop: "{{ plan | flatten(levels=1) | selectattr('argv') }}"
+  async: 900
+  poll: 0
+  register: started
+  changed_when: false
+
+- name: Wait for each
+  ansible.builtin.async_status:
+    jid: "{{ item.ansible_job_id }}"
+  loop: "{{ started.results }}"
+  register: finished
+  until: finished.finished
+  retries: 90
+  delay: 10
+  failed_when: false
+
 - name: Read each pair's result
   ansible.builtin.set_fact:
     pairs: "{{ pairs | default([]) + [item.item.item | accelops.gpu._slurm_allreduce_result(item)] }}"

@@ -47,10 +47,15 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read slurm.conf
+  ansible.builtin.slurp:
+    src: /etc/slurm/slurm.conf
+  register: slurm_conf
+
 # ["Prolog=/usr/local/sbin/site-prolog"]
 - name: Refuse to drop the site's own prolog
   ansible.builtin.assert:
-    that: conf_read | accelops.gpu._slurm_foreign_scripts(wanted) | length == 0
+    that: slurm_conf.content | b64decode | accelops.gpu._slurm_foreign_scripts(wanted) | length == 0
   vars:
     wanted: {Prolog: "/etc/slurm/prolog.d/*", Epilog: "/etc/slurm/epilog.d/*", PrologFlags: Alloc}
 """

@@ -46,6 +46,18 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
+- name: Read the node's hardware as Slurm sees it
+  ansible.builtin.command: slurmd -C
+  register: slurmd_c
+  changed_when: false
+
+- name: Describe the GPUs as slurmd will
+  ansible.builtin.set_fact:
+    node_gres: "{{ ansible_facts.nvidia | accelops.gpu.slurm_node_gres(slurmd_c) }}"
+
 - name: Ask slurmd which GPUs it finds with the new configuration
   ansible.builtin.command: slurmd -G
   register: slurmd_g

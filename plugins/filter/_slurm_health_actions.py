@@ -53,6 +53,16 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Check the GPUs' health
+  accelops.gpu.gpu_health:
+    fail_on: never
+  register: health
+
+- name: Read the nodes from the controller
+  ansible.builtin.command: scontrol show node --oneliner
+  register: scontrol
+  changed_when: false
+
 # [{"node": "gpu01", "action": "drain",
 #   "reason": "accelops-gpu: GPU 3 is lost: it fell off the bus or stopped answering"},
 #  {"node": "gpu07", "action": "resume", "reason": null}]
@@ -61,6 +71,8 @@ EXAMPLES = r"""
     argv: "{{ ['scontrol', 'update', 'nodename=' ~ item.node] + (['state=drain', 'reason=' ~ item.reason]
               if item.action == 'drain' else ['state=resume']) }}"
   loop: "{{ scontrol | accelops.gpu._slurm_health_actions(verdicts) }}"
+  vars:
+    verdicts: "{{ [{'name': inventory_hostname_short, 'verdict': health.verdict, 'findings': health.findings}] }}"
 """
 
 RETURN = r"""

@@ -70,6 +70,11 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the nodes from the controller
+  ansible.builtin.command: scontrol show node --oneliner
+  register: scontrol
+  changed_when: false
+
 # {"node": "gpu01", "holder": "none", "states": ["MIXED"], "reason": null,
 #  "argv": ["scontrol", "update", "nodename=gpu01", "state=drain", "reason=accelops-gpu: maintenance: driver upgrade"]}
 - name: Drain the node for its driver upgrade

@@ -50,6 +50,10 @@ EXAMPLES = r"""
 - name: Check the nodes
   ansible.builtin.assert:
     that: scontrol | accelops.gpu._slurm_node_problems(nodes) | length == 0
+  vars:
+    nodes:
+      - {name: gpu01, gres: "gpu:nvidia_h100_80gb_hbm3:8"}
+      - {name: gpu02, gres: "gpu:nvidia_h100_80gb_hbm3:8"}
 """
 
 RETURN = r"""

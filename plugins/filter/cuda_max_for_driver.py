@@ -54,6 +54,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 # "12.4" for driver 550.54.15, "12.8" for 570.124.06
 - name: Show the newest CUDA this node's driver supports
   ansible.builtin.debug:

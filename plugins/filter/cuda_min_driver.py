@@ -56,6 +56,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 - name: Fail early when the driver is too old for CUDA 12.4
   ansible.builtin.assert:
     that: ansible_facts.nvidia.driver_version is version('12.4' | accelops.gpu.cuda_min_driver, '>=')

@@ -44,6 +44,21 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
+- name: Keep what each node reports
+  ansible.builtin.set_fact:
+    fleet_node:
+      nvidia: "{{ ansible_facts.nvidia }}"
+
+- name: Make the fleet report's model
+  ansible.builtin.set_fact:
+    fleet_model: >-
+      {{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, 'fleet_node')))
+         | accelops.gpu.fleet_report_model }}
+  run_once: true
+
 - name: Write the fleet report
   ansible.builtin.copy:
     content: "{{ fleet_model | accelops.gpu.fleet_report_html('GPU fleet', now(utc=true).isoformat()) }}"

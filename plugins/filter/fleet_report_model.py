@@ -73,6 +73,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 - name: Keep what each node reports
   ansible.builtin.set_fact:
     fleet_node:

@@ -32,6 +32,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 - name: Refuse to touch the driver while GPU work runs
   ansible.builtin.assert:
     that: ansible_facts.nvidia | accelops.gpu.gpu_processes(unreadable=true) | length == 0

@@ -27,6 +27,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 - name: Show the GPUs
   ansible.builtin.debug:
     msg: "{{ ansible_facts.nvidia | accelops.gpu.gpu_summary }}"

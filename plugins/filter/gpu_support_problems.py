@@ -75,6 +75,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 # ["driver branch 590 does not support Volta: its last branch is 580; nearest: 580"] on a V100 node
 - name: Refuse a driver branch the GPUs cannot run
   ansible.builtin.assert:

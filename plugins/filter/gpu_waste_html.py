@@ -42,6 +42,21 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the jobs of the last day
+  ansible.builtin.command:
+    argv: [sacct, --allusers, --parsable2, --noheader, --noconvert, --starttime, 2026-12-01T00:00:00,
+           --endtime, 2026-12-02T00:00:00, --format,
+           "JobID,User,Account,State,Start,End,ElapsedRaw,NTasks,AllocTRES,TRESUsageInAve"]
+  environment:
+    TZ: UTC
+    SLURM_TIME_FORMAT: standard
+  register: jobs
+  changed_when: false
+
+- name: Make the model
+  ansible.builtin.set_fact:
+    waste: "{{ jobs.stdout | accelops.gpu.gpu_waste_model('2026-12-01T00:00:00', '2026-12-02T00:00:00') }}"
+
 - name: Write the GPU waste report
   ansible.builtin.copy:
     content: "{{ waste | accelops.gpu.gpu_waste_html('GPU waste', now(utc=true).isoformat()) }}"

@@ -42,6 +42,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather RDMA facts
+  accelops.gpu.ib_facts:
+
 # {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1,...", "NCCL_NET_GDR_LEVEL": "PIX", "NCCL_SOCKET_IFNAME": "=ibp24s0"} on a DGX H100
 - name: Show NCCL's settings for this node
   ansible.builtin.debug:

@@ -36,6 +36,19 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Say which files the boot part is
+  ansible.builtin.set_fact:
+    boot_files:
+      - dest: /etc/accelops-gpu
+        directory: true
+      - dest: /etc/accelops-gpu/gpu-settings.json
+        content: "{{ {'gpus': []} | to_nice_json }}"
+      - dest: /usr/local/libexec/accelops-gpu
+        directory: true
+      - dest: /usr/local/libexec/accelops-gpu/apply-gpu-settings
+        program: apply-gpu-settings
+        lib: /usr/local/lib/accelops-gpu
+
 - name: Read the boot part's files and unit once
   accelops.gpu.node_probe:
     files: "{{ boot_files | accelops.gpu.node_file_paths }}"

@@ -44,6 +44,18 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
+- name: Read the node's hardware as Slurm sees it
+  ansible.builtin.command: slurmd -C
+  register: slurmd_c
+  changed_when: false
+
+- name: Describe the GPUs as slurmd will
+  ansible.builtin.set_fact:
+    node_gres: "{{ ansible_facts.nvidia | accelops.gpu.slurm_node_gres(slurmd_c) }}"
+
 # ["AutoDetect=off",
 #  "Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia0 Cores=0-55 Links=-1,0,0,0,0,0,0,0", ...]
 - name: Write gres.conf

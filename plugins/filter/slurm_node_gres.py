@@ -73,6 +73,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 - name: Read the node's hardware as Slurm sees it
   ansible.builtin.command: slurmd -C
   register: slurmd_c

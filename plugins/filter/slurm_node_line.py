@@ -57,6 +57,18 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
+- name: Read the node's hardware as Slurm sees it
+  ansible.builtin.command: slurmd -C
+  register: slurmd_c
+  changed_when: false
+
+- name: Describe the GPUs as slurmd will
+  ansible.builtin.set_fact:
+    node_gres: "{{ ansible_facts.nvidia | accelops.gpu.slurm_node_gres(slurmd_c) }}"
+
 # NodeName=dgx01 NodeAddr=10.0.0.11 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2
 # RealMemory=2063937 Gres=gpu:nvidia_h100_80gb_hbm3:8 Features=h100 State=UNKNOWN
 - name: Write the node's line

@@ -31,16 +31,19 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 # {"cuda": "12.3", "cudnn": "8.9"}
 - name: Show what TensorFlow 2.16.1 was built with
   ansible.builtin.debug:
     msg: "{{ '2.16.1' | accelops.gpu.tensorflow_build }}"
 
-- name: Check that the driver supports the CUDA of TensorFlow 2.18
+- name: Check that the driver supports the CUDA of TensorFlow 2.17
   ansible.builtin.assert:
     that: >-
       ansible_facts.nvidia.driver_version
-      is version(('2.18.0' | accelops.gpu.tensorflow_build).cuda | accelops.gpu.cuda_min_driver, '>=')
+      is version(('2.17.0' | accelops.gpu.tensorflow_build).cuda | accelops.gpu.cuda_min_driver, '>=')
 """
 
 RETURN = r"""

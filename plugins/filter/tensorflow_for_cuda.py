@@ -43,6 +43,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 # "2.17" (built with CUDA 12.3): the newest TensorFlow a driver that runs CUDA 12.4 takes without minor version
 # compatibility
 - name: Name the newest TensorFlow release for this driver

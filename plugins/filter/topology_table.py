@@ -25,6 +25,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 - name: Show the topology
   ansible.builtin.debug:
     msg: "{{ ansible_facts.nvidia | accelops.gpu.topology_table }}"

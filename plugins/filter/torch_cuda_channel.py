@@ -82,6 +82,9 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Gather GPU facts
+  accelops.gpu.gpu_facts:
+
 # "cu128" for torch 2.7.1 on a node whose driver supports CUDA 12.8 or 12.9
 - name: Install torch from the channel that fits this node's driver
   ansible.builtin.pip:
@@ -95,12 +98,12 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ '12.4' | accelops.gpu.torch_cuda_channel(torch='2.13.0', compat='minor') }}"
 
-# "cu124"; and a failure naming cu124 as the nearest, because torch 2.5 has no cu128 wheel
+# ["cu124", "cu124"]: torch 2.5 has no cu128 wheel, so its newest below 12.8 (exact=true fails there, naming cu124)
 - name: Show channels
   ansible.builtin.debug:
     msg:
       - "{{ '12.4' | accelops.gpu.torch_cuda_channel }}"
-      - "{{ '12.8' | accelops.gpu.torch_cuda_channel(torch='2.5.1', exact=true) }}"
+      - "{{ '12.8' | accelops.gpu.torch_cuda_channel(torch='2.5.1') }}"
 """
 
 RETURN = r"""

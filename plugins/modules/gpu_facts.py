@@ -85,7 +85,7 @@ EXAMPLES = r"""
 - name: Stop when the driver is not loaded
   ansible.builtin.assert:
     that: ansible_facts.nvidia.driver_loaded
-    fail_msg: "{{ ansible_facts.nvidia.reason }}"
+    fail_msg: "The driver is not loaded: {{ ansible_facts.nvidia.reason }}"
 
 - name: Choose open kernel modules from the PCI bus, before any driver is installed
   ansible.builtin.set_fact:

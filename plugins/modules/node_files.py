@@ -178,12 +178,12 @@ EXAMPLES = r"""
       - dest: /etc/systemd/system/accelops-gpu-settings.service
         template: accelops-gpu-settings.service.j2
   register: boot_files
-  notify: Reload systemd
 
 - name: Restart the service when its configuration changed
   ansible.builtin.systemd_service:
     name: accelops-gpu-settings.service
     state: restarted
+    daemon_reload: true
   when: "'/etc/accelops-gpu/gpu-settings.json' in boot_files.changed_paths"
 """
 

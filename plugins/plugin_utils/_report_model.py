@@ -249,6 +249,30 @@ def _mapping(value, what):
     return {str(name): None if reason is None else str(reason) for name, reason in value.items()}
 
 
+SECTIONS = ("nvidia", "ib", "validation", "slurm", "versions")
+
+
+def _unset(value):
+    """None for what ansible-core before 2.19 makes of a value that is not there: `"{{ x | default(none) }}"` in a
+    dict renders there as an empty string."""
+    return None if value == "" else value
+
+
+def _nodes_read(nodes):
+    """The nodes with each empty string where a section or a validation record goes read as not given."""
+    if not isinstance(nodes, dict):
+        return nodes
+    read = {}
+    for name, given in nodes.items():
+        data = given
+        if isinstance(given, dict):
+            data = dict(given, **{key: _unset(given[key]) for key in SECTIONS if key in given})
+            if isinstance(data.get("validation"), dict):
+                data["validation"] = {framework: _unset(record) for framework, record in data["validation"].items()}
+        read[name] = data
+    return read
+
+
 def _check_nodes(nodes):
     if not isinstance(nodes, dict):
         raise ReportError("nodes must be a dict of node name -> {nvidia, ib, validation, slurm, versions}, got %s"
@@ -257,7 +281,7 @@ def _check_nodes(nodes):
         if not isinstance(data, dict):
             raise ReportError("node %s: must be a dict with nvidia, ib, validation, slurm, versions and "
                               "expected_gpu_count (each optional), got %s" % (name, type(data).__name__))
-        for key in ("nvidia", "ib", "validation", "slurm", "versions"):
+        for key in SECTIONS:
             if data.get(key) is not None and not isinstance(data[key], dict):
                 raise ReportError("node %s: %s must be a dict, got %s" % (name, key, type(data[key]).__name__))
         for framework, record in (data.get("validation") or {}).items():
@@ -596,6 +620,7 @@ def version_drift(records):
 
 def fleet_model(nodes, unreachable=None, failed=None):
     """The report's model (JSON-serialisable): see the fleet_report_model filter's documentation for its keys."""
+    nodes = _nodes_read(nodes)
     _check_nodes(nodes)
     unreachable = _mapping(unreachable, "unreachable")
     failed = _mapping(failed, "failed")

@@ -285,6 +285,15 @@ def test_a_node_without_facts_is_unknown(node, code):
     assert model["summary"]["health"] == {"ok": 0, "unknown": 1, "warning": 0, "critical": 0}
 
 
+def test_an_empty_string_is_a_section_not_given(gather):
+    """What ansible-core before 2.19 renders for `"{{ ansible_facts.infiniband | default(none) }}"` inside a dict."""
+    facts = gather("dgx-h100")
+    given = fleet_model({"n1": {"nvidia": facts, "ib": "", "slurm": "", "validation": {"pytorch": ""}}})
+    assert given == fleet_model({"n1": {"nvidia": facts, "ib": None, "slurm": None, "validation": {"pytorch": None}}})
+    with pytest.raises(ReportError, match="node n1: ib must be a dict, got str"):
+        fleet_model({"n1": {"nvidia": facts, "ib": "mlx5_0"}})
+
+
 def test_facts_without_the_health_subsets_are_unknown_not_ok(gather):
     model = fleet_model({"n1": {"nvidia": gather("dgx-h100", subsets=("basic", "memory"))}})
     record = model["nodes"][0]
