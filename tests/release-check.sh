@@ -29,6 +29,42 @@ if grep -qx 'CONTRIBUTING.md' <<<"$contents"; then
   exit 1
 fi
 
+# Links, as the tarball's readers meet them: every relative link of a Markdown file in the tarball names a file of the
+# tarball (a guide that links a file build_ignore leaves out is broken on Galaxy and in an installed collection), and
+# every absolute link into the repository names a file the repository has.
+python3 - "$tarball" "$(dirname "$0")/.." <<'PY' || exit 1
+import posixpath, re, subprocess, sys, tarfile
+
+tarball, checkout = sys.argv[1], sys.argv[2]
+base = "https://github.com/accelops/accelops.gpu/blob/main/"
+try:  # the repository's files; where git or the repository is not at hand (a container), the tarball's links only
+    repository = set(subprocess.run(["git", "-C", checkout, "ls-files"], capture_output=True, text=True,
+                                    check=True).stdout.split())
+except (OSError, subprocess.CalledProcessError):
+    repository = None
+broken = []
+with tarfile.open(tarball) as archive:
+    names = {name.removeprefix("./") for name in archive.getnames()}
+    for member in archive.getmembers():
+        name = member.name.removeprefix("./")
+        if not name.endswith(".md") or not member.isfile():
+            continue
+        text = archive.extractfile(member).read().decode("utf-8")
+        text = re.sub(r"```.*?```", "", text, flags=re.S)  # code blocks hold no links
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            target = link.split("#", 1)[0]
+            if link.startswith(base):
+                if repository is not None and target[len(base):] not in repository:
+                    broken.append("%s: %s (no such file in the repository)" % (name, link))
+            elif target and not re.match(r"[a-z]+:", target):
+                path = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+                if path not in names:
+                    broken.append("%s: %s (not in the tarball)" % (name, link))
+if broken:
+    print("release-check: links that lead nowhere for a reader of the tarball:", *broken, sep="\n  ", file=sys.stderr)
+    sys.exit(1)
+PY
+
 root=$(cd "$(dirname "$0")/.." && pwd)
 # The release tools (galaxy-importer, ansible-builder) run from a virtual environment of their own under build/, kept
 # while their pinned requirements stay the same.
