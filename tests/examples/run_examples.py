@@ -65,6 +65,10 @@ SETUP = {
     "plugins/modules/gpu_cdi.py": {"skip": "needs the driver's device nodes (/dev/nvidia*) and libraries, which only a "
                                            "node with the driver has (tests/unit/plugins/modules/test_gpu_cdi.py and "
                                            "molecule's gpu_settings scenario run it on a simulated node)"},
+    "plugins/modules/container_runtime.py": {"skip": "changes the container runtimes' configuration of the machine it "
+                                                     "runs on (/etc/docker, /etc/containerd): "
+                                                     "tests/unit/plugins/modules/test_container_runtime.py and "
+                                                     "molecule's gpu_settings scenario run it on files of their own"},
     "plugins/modules/gpu_mig.py": {"fixture_edit": {"gpu.*.mig.current=0": "gpu.*.mig.current=1",
                                                     "gpu.*.mig.pending=0": "gpu.*.mig.pending=1"},
                                    "why": "MIG mode is on already, as after the GPU reset its first task asks for"},
