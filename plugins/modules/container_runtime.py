@@ -140,10 +140,25 @@ def read(path):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(READ_LIMIT)
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced since the lstat
+                raise Refused("%s is not a regular file; it is left alone" % path)
+            data = handle.read(READ_LIMIT + 1)
+    except OSError as exc:
+        raise Refused("%s cannot be read: %s" % (path, exc.strerror or exc)) from None
+    if len(data) > READ_LIMIT:
+        raise Refused("%s is larger than %d bytes; it is left alone" % (path, READ_LIMIT))
+    try:
         return to_text(data, errors="strict")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise Refused("%s cannot be read as UTF-8 text: %s" % (path, exc)) from None
+
+
+def import_paths(pattern):
+    """The files one import pattern names, as containerd expands it: a glob where it has a '*', else the one path
+    (brackets and question marks are then part of the name)."""
+    if "*" not in pattern:
+        return [pattern]
+    return [found for found in sorted(glob.glob(pattern)) if _runtimes.import_matches(pattern, found)]
 
 
 def write(path, text):
@@ -226,7 +241,7 @@ def plan(module, params):
     if old_config is not None:
         data = _runtimes.toml_loads(old_config, path)
         for pattern in _runtimes.imports_of(data, os.path.dirname(path)):
-            for found in sorted(glob.glob(pattern)):
+            for found in import_paths(pattern):
                 if os.path.normpath(found) != os.path.normpath(drop_in):
                     others[found] = read(found)
         others = {key: value for key, value in others.items() if value is not None}

@@ -95,6 +95,10 @@ def test_docker_creates_a_missing_file(module_result, tmp_path):
     ('{"log-driver": "journald",', "is not valid JSON"),
     ("[1, 2]", "is JSON but not an object"),
     ('{"runtimes": []}', "'runtimes' that is not an object"),
+    ('{"debug": true, "debug": false}', 'the key "debug" is given twice'),
+    ('{"max-concurrent-downloads": NaN}', "NaN is not a JSON value"),
+    ("[" * 100000, "is not valid JSON"),
+    ('{"a": ' * 900 + "1" + "}" * 900, "nested too deeply"),
 ])
 def test_docker_invalid_json_is_left_untouched(module_result, tmp_path, text, words):
     daemon = tmp_path / "daemon.json"
@@ -220,6 +224,8 @@ def test_containerd_without_a_config(module_result, tmp_path):
     ("version = 2\n[plugins\n", "is not valid TOML"),
     ("[plugins.cri]\nenable_cdi = false\n", "configuration version 1"),
     ("version = 2\nimports = [\n  \"/a.toml\",\n]\n", "not on one line"),
+    ('version = 2\nplugins = "cri"\n', "'plugins' is not a table"),
+    ('version = 2\n[plugins]\n"io.containerd.grpc.v1.cri" = 1\n', "plugin section is not a table"),
 ])
 def test_containerd_unusable_config_is_left_untouched(module_result, tmp_path, text, words):
     args, config = containerd(tmp_path, text)
@@ -264,3 +270,67 @@ def test_containerd_release_chooses_the_version_and_warns_without_cdi(module_res
     assert (_runtimes.cdi_warning((1, 6) if version == 2 else (2, 0)) is not None) is warned
     assert "containerd 1.6 does not read enable_cdi" in _runtimes.cdi_warning((1, 6))
     assert _runtimes.cdi_warning((1, 7)) is None and _runtimes.cdi_warning(None) is None
+
+
+def test_containerd_import_that_is_not_a_table_is_refused(module_result, tmp_path):
+    site = tmp_path / "site.toml"
+    site.write_text('version = 2\nplugins = ["io.containerd.grpc.v1.cri"]\n')
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s"]\n' % site)
+    text = config.read_text()
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(site) in result["msg"] and "'plugins' is not a table" in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])
+
+
+def test_containerd_glob_star_stays_within_one_directory(module_result, tmp_path):
+    """containerd's '*' (Go's filepath.Glob) does not cross a '/': a glob over the config's directory does not import
+    conf.d/99-nvidia.toml, so the import is added."""
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/*.toml"]\n' % tmp_path)
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["changed_paths"] == [args["drop_in"], str(config)], result
+    assert tomllib.loads(config.read_text())["imports"] == ["%s/*.toml" % tmp_path, args["drop_in"]]
+    assert effective(config)["plugins"]["io.containerd.grpc.v1.cri"]["enable_cdi"] is True
+
+
+def test_containerd_import_with_brackets_is_one_file(module_result, tmp_path):
+    """An import without a '*' names one file, brackets and all (containerd globs only where there is a '*')."""
+    (tmp_path / "site1.toml").write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "a"\n')
+    (tmp_path / "site[1].toml").write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "b"\n')
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/site[1].toml"]\n' % tmp_path)
+    rc, result = run(module_result, args)
+    assert rc == 0, result
+    section = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())["plugins"]["io.containerd.grpc.v1.cri"]
+    assert section["sandbox_image"] == "b"
+
+
+def test_a_file_over_the_limit_is_refused_not_cut(module_result, tmp_path, monkeypatch):
+    """A config.toml longer than the read limit is refused: cut at the limit it may still parse, and be written back
+    without its end."""
+    monkeypatch.setattr(container_runtime, "READ_LIMIT", 64)
+    text = "version = 2\n" + "# the site's notes\n" * 10 + "[plugins]\n"
+    args, config = containerd(tmp_path, text)
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(config) in result["msg"] and "larger than 64 bytes" in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])
+
+
+def test_a_file_replaced_by_a_fifo_after_the_lstat_is_refused(tmp_path, monkeypatch):
+    """The file is checked again once open: a FIFO swapped in after the lstat reads as empty, never as a config."""
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    regular = os.lstat(__file__)
+    monkeypatch.setattr(container_runtime.os, "lstat", lambda path: regular)
+    with pytest.raises(container_runtime.Refused, match="not a regular file"):
+        container_runtime.read(str(fifo))
+
+
+def test_containerd_nesting_too_deep_for_the_merge_is_an_error(monkeypatch):
+    """A configuration the reader takes but that the merge cannot walk (Python's recursion limit) is an error naming
+    the file, never a traceback."""
+    def too_deep(*_args, **_kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+    monkeypatch.setattr(_runtimes, "deep_merge", too_deep)
+    options = {"runtime_path": "/usr/bin/nvidia-container-runtime", "cdi_spec_dirs": ["/etc/cdi"],
+               "set_default": False, "version": 2}
+    with pytest.raises(_runtimes.RuntimeConfigError, match="/etc/containerd/config.toml .*nested too deeply"):
+        _runtimes.containerd_plan("version = 2\n", "/etc/containerd/config.toml", {}, "/etc/containerd/d.toml", options)
