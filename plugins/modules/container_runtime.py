@@ -161,14 +161,17 @@ def import_paths(pattern):
     return [found for found in sorted(glob.glob(pattern)) if _runtimes.import_matches(pattern, found)]
 
 
-def write(path, text):
+def write(path, text, old=None):
     """text into path through a temporary file in the same directory and a rename; an existing file's mode and owner
-    are kept, a new one is root's 0644. The directory is made (0755) when missing."""
+    are kept, a new one is root's 0644. The directory is made (0755) when missing. Refused where the file is no
+    longer what was read (old: its text, None for no file): replaced by a link or a FIFO, or changed meanwhile."""
+    if read(path) != old:  # Refused where it became a link, a FIFO or a directory meanwhile
+        raise Refused("%s changed while it was being merged; run again" % path)
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
     except FileNotFoundError:
         info = None
     fd, temp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
@@ -205,6 +208,9 @@ def check_params(params):
         problem = _runtimes.check_path_value("cdi_spec_dirs", directory)
         if problem:
             return problem
+    if params["runtime"] == "containerd" and "*" in params["drop_in"]:
+        return ("drop_in must not contain '*': containerd reads an import with a '*' as a glob, got %r"
+                % params["drop_in"])
     if params["runtime"] == "containerd" and os.path.normpath(params["drop_in"]) == os.path.normpath(params["path"]):
         return "drop_in must be another file than path (%s)" % params["path"]
     return None
@@ -297,15 +303,16 @@ def main():
                           for path, old, new in changes]
     if changes and not module.check_mode:
         written = []
-        for path, _old, new in changes:  # the drop-in first: config.toml never imports a file that is not there
+        for path, old, new in changes:  # the drop-in first: config.toml never imports a file that is not there
             try:
-                write(path, new)
-            except OSError as exc:
+                write(path, new, old)
+            except (OSError, Refused) as exc:
                 result["changed_paths"] = written
                 result["changed"] = bool(written)
-                module.fail_json(msg="%s cannot be written: %s; %s" % (
-                    path, exc.strerror or exc, "already written: %s" % ", ".join(written) if written
-                    else "nothing was changed"), **result)
+                problem = str(exc) if isinstance(exc, Refused) else "%s cannot be written: %s" % (
+                    path, exc.strerror or exc)
+                module.fail_json(msg="%s; %s" % (problem, "already written: %s" % ", ".join(written) if written
+                                                 else "nothing was changed"), **result)
             written.append(path)
     module.exit_json(**result)
 

@@ -127,6 +127,7 @@ def test_a_link_or_directory_is_refused(module_result, tmp_path, runtime):
     ({"cdi_spec_dirs": ["/etc/cdi", "relative"]}, "cdi_spec_dirs"),
     ({"cdi_spec_dirs": ['/etc/"cdi']}, "cdi_spec_dirs"),
     ({"cdi_spec_dirs": []}, "cdi_spec_dirs"),
+    ({"drop_in": "/etc/containerd/conf.d/*.toml"}, "drop_in"),
 ])
 def test_bad_values_are_refused(module_result, tmp_path, args, name):
     rc, result = run(module_result, dict({"runtime": "containerd", "path": str(tmp_path / "config.toml"),
@@ -334,3 +335,27 @@ def test_containerd_nesting_too_deep_for_the_merge_is_an_error(monkeypatch):
                "set_default": False, "version": 2}
     with pytest.raises(_runtimes.RuntimeConfigError, match="/etc/containerd/config.toml .*nested too deeply"):
         _runtimes.containerd_plan("version = 2\n", "/etc/containerd/config.toml", {}, "/etc/containerd/d.toml", options)
+
+
+@pytest.mark.parametrize("swap", ["link", "changed"])
+def test_a_file_swapped_between_read_and_write_is_left_alone(module_result, tmp_path, monkeypatch, swap):
+    """daemon.json replaced by a link (or rewritten by someone else) after it was read: nothing is written over it."""
+    daemon, target = tmp_path / "daemon.json", tmp_path / "shadow"
+    daemon.write_text('{"debug": true}\n')
+    target.write_text("secret\n")
+    merge = container_runtime._runtimes.docker_merge
+
+    def merge_then_swap(*args):
+        new = merge(*args)
+        daemon.unlink()
+        if swap == "link":
+            daemon.symlink_to(target)
+        else:
+            daemon.write_text('{"debug": false}\n')
+        return new
+
+    monkeypatch.setattr(container_runtime._runtimes, "docker_merge", merge_then_swap)
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)})
+    assert rc == 1 and str(daemon) in result["msg"] and "nothing was changed" in result["msg"], result
+    assert target.read_text() == "secret\n" and not result["changed"]
+    assert daemon.is_symlink() if swap == "link" else daemon.read_text() == '{"debug": false}\n'
