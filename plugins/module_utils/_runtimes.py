@@ -292,7 +292,9 @@ def containerd_plan(config_text, config_path, imports_text, drop_in, options):
     """What to write for containerd: {config: new text or None, drop_in: new text, version}.
 
     config_text: config.toml's text or None; imports_text: {path: text} of the files its imports name (ours left
-    out); options: runtime_path, cdi_spec_dirs, set_default, version (for a config without keys)."""
+    out) in the order containerd reads them; options: runtime_path, cdi_spec_dirs, set_default, version (for a config
+    without keys), read_after (those of imports_text that containerd reads after the drop-in, where its imports name
+    it already)."""
     try:
         return _containerd_plan(config_text, config_path, imports_text, drop_in, options)
     except RecursionError:
@@ -307,14 +309,17 @@ def _containerd_plan(config_text, config_path, imports_text, drop_in, options):
     patterns = imports_of(data, config_dir)
     # The site's CRI section as containerd sees it: config.toml's, replaced whole by each import that has one.
     site = copy.deepcopy(plugin_section(data, plugin, config_path))
-    for path in sorted(imports_text):
-        other = toml_loads(imports_text[path], path)
+    for path, text in imports_text.items():
+        other = toml_loads(text, path)
         if plugin in other.get("plugins", {}) or not isinstance(other.get("plugins", {}), dict):
             site = copy.deepcopy(plugin_section(other, plugin, path))
+            if path in options.get("read_after", ()):
+                raise RuntimeConfigError("%s is imported after %s and would replace its whole %s section: give the "
+                                         "drop-in a name that sorts after it" % (path, drop_in, plugin))
     ours = nvidia_section(options["runtime_path"], options["cdi_spec_dirs"], options["set_default"])
     section = deep_merge(site, ours)
     wanted = {"version": version, "plugins": {plugin: section}}
-    sources = ", ".join([config_path, *sorted(imports_text)])
+    sources = ", ".join([config_path, *imports_text])
     drop_text = HEADER % (plugin, sources) + "\n" + toml_dumps(wanted)
     if toml_loads(drop_text, drop_in) != wanted:  # our own writer, checked by the reader
         raise RuntimeConfigError("the drop-in %s would not read back as written from %s" % (drop_in, sources))

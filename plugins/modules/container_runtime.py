@@ -153,12 +153,13 @@ def read(path):
         raise Refused("%s cannot be read as UTF-8 text: %s" % (path, exc)) from None
 
 
-def import_paths(pattern):
-    """The files one import pattern names, as containerd expands it: a glob where it has a '*', else the one path
-    (brackets and question marks are then part of the name)."""
+def import_paths(pattern, drop_in):
+    """The files one import pattern names, as containerd expands it once the drop-in is there: a glob where it has a
+    '*' (sorted), else the one path (brackets and question marks are then part of the name)."""
     if "*" not in pattern:
         return [pattern]
-    return [found for found in sorted(glob.glob(pattern)) if _runtimes.import_matches(pattern, found)]
+    found = set(glob.glob(pattern)) | ({drop_in} if _runtimes.import_matches(pattern, drop_in) else set())
+    return [path for path in sorted(found) if _runtimes.import_matches(pattern, path)]
 
 
 def write(path, text, old=None):
@@ -243,13 +244,17 @@ def plan(module, params):
     if not _runtimes.HAS_TOML:
         module.fail_json(msg="%s; %s was not changed" % (missing_required_lib("python3-toml",
                                                                               reason=_runtimes.TOML_HINT), path))
-    others = {}
+    others, after, ours = {}, [], False  # others in the order containerd reads them, each once
     if old_config is not None:
         data = _runtimes.toml_loads(old_config, path)
         for pattern in _runtimes.imports_of(data, os.path.dirname(path)):
-            for found in import_paths(pattern):
-                if os.path.normpath(found) != os.path.normpath(drop_in):
+            for found in import_paths(pattern, drop_in):
+                if os.path.normpath(found) == os.path.normpath(drop_in):
+                    ours = True
+                elif found not in others:
                     others[found] = read(found)
+                    if ours:
+                        after.append(found)
         others = {key: value for key, value in others.items() if value is not None}
     release = containerd_release(module)
     warning = _runtimes.cdi_warning(release)
@@ -257,7 +262,7 @@ def plan(module, params):
         module.warn(warning)
     version = params["version"] or (3 if release is not None and release >= (2, 0) else 2)
     options = {"runtime_path": params["runtime_path"], "cdi_spec_dirs": params["cdi_spec_dirs"],
-               "set_default": params["set_default"], "version": version}
+               "set_default": params["set_default"], "version": version, "read_after": after}
     result = _runtimes.containerd_plan(old_config, path, others, drop_in, options)
     changes = []
     if result["drop_in"] != old_drop_in:

@@ -359,3 +359,26 @@ def test_a_file_swapped_between_read_and_write_is_left_alone(module_result, tmp_
     assert rc == 1 and str(daemon) in result["msg"] and "nothing was changed" in result["msg"], result
     assert target.read_text() == "secret\n" and not result["changed"]
     assert daemon.is_symlink() if swap == "link" else daemon.read_text() == '{"debug": false}\n'
+
+
+def test_containerd_imports_in_containerd_order(module_result, tmp_path):
+    """The import read last gives the site's CRI section (containerd replaces the section whole), in the order of the
+    imports list, not the files' names."""
+    for name, image in (("b.toml", "from-b"), ("a.toml", "from-a")):
+        (tmp_path / name).write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "%s"\n' % image)
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/b.toml", "%s/a.toml"]\n' % (tmp_path, tmp_path))
+    rc, result = run(module_result, args)
+    assert rc == 0, result
+    assert effective(config)["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == "from-a"
+
+
+def test_containerd_import_read_after_the_drop_in_is_refused(module_result, tmp_path):
+    """A site file that a glob imports after the drop-in would replace NVIDIA's runtime: refused, naming it."""
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/conf.d/*.toml"]\n' % tmp_path)
+    (tmp_path / "conf.d").mkdir()
+    late = tmp_path / "conf.d" / "zz-site.toml"
+    late.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "site"\n')
+    text = config.read_text()
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(late) in result["msg"] and "imported after" in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])
