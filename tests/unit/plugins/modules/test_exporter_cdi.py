@@ -129,3 +129,20 @@ def test_bad_cdi_arguments(argv, message, capsys):
         _exporter.main(["--textfile", "x.prom", *argv])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_spec_with_a_field_of_the_wrong_type_is_not_healthy(spec_node):  # noqa: F811
+    """A runtime refuses a spec whose device node's hostPath is a number (a spec in JSON, whose numbers are numbers):
+    the exporter says so, never healthy."""
+    import json
+
+    import yaml
+
+    _fixture, spec = spec_node.start("dgx-h100")
+    data = yaml.safe_load(open(spec, encoding="utf-8").read())
+    data["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"] = 1
+    with open(spec, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(data))
+    families = scrape(spec_node, judge(spec_node))
+    assert cdi_findings(families) == [("", "cdi_spec_invalid", "warning")]
+    assert value(families, "accelops_gpu_health_status") == 1
