@@ -300,8 +300,9 @@ def test_containerd_import_with_brackets_is_one_file(module_result, tmp_path):
     args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/site[1].toml"]\n' % tmp_path)
     rc, result = run(module_result, args)
     assert rc == 0, result
-    section = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())["plugins"]["io.containerd.grpc.v1.cri"]
-    assert section["sandbox_image"] == "b"
+    drop_in = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())
+    assert drop_in["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == "b"
+    assert tomllib.loads(config.read_text())["imports"][-1] == args["drop_in"]
 
 
 def test_a_file_over_the_limit_is_refused_not_cut(module_result, tmp_path, monkeypatch):
@@ -333,7 +334,7 @@ def test_containerd_nesting_too_deep_for_the_merge_is_an_error(monkeypatch):
     monkeypatch.setattr(_runtimes, "deep_merge", too_deep)
     options = {"runtime_path": "/usr/bin/nvidia-container-runtime", "cdi_spec_dirs": ["/etc/cdi"],
                "set_default": False, "version": 2}
-    with pytest.raises(_runtimes.RuntimeConfigError, match="/etc/containerd/config.toml .*nested too deeply"):
+    with pytest.raises(_runtimes.RuntimeConfigError, match=r"/etc/containerd/config\.toml .*nested too deeply"):
         _runtimes.containerd_plan("version = 2\n", "/etc/containerd/config.toml", {}, "/etc/containerd/d.toml", options)
 
 
@@ -364,8 +365,9 @@ def test_a_file_swapped_between_read_and_write_is_left_alone(module_result, tmp_
 def test_containerd_imports_in_containerd_order(module_result, tmp_path):
     """The import read last gives the site's CRI section (containerd replaces the section whole), in the order of the
     imports list, not the files' names."""
+    section = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "%s"\n'
     for name, image in (("b.toml", "from-b"), ("a.toml", "from-a")):
-        (tmp_path / name).write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "%s"\n' % image)
+        (tmp_path / name).write_text(section % image)
     args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/b.toml", "%s/a.toml"]\n' % (tmp_path, tmp_path))
     rc, result = run(module_result, args)
     assert rc == 0, result
