@@ -72,6 +72,11 @@ EDIT_KEYS = {"env", "deviceNodes", "netDevices", "hooks", "mounts", "intelRdt", 
 NODE_KEYS = {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"}
 HOOK_KEYS = {"hookName", "path", "args", "env", "timeout"}
 MOUNT_KEYS = {"hostPath", "containerPath", "options", "type"}
+# The Go types of the entries' fields (a runtime that reads a value of another type refuses the whole spec); null is
+# Go's zero value, and taken.
+STRING_FIELDS = {"path", "hostPath", "type", "permissions", "containerPath", "hookName"}
+STRING_LISTS = {"options", "args", "env"}
+INTEGER_FIELDS = {"major", "minor", "fileMode", "uid", "gid", "timeout"}
 HOOK_NAMES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop")
 # A spec larger than this is not one nvidia-ctk or this module writes (8 GPUs with 7 MIG devices each: ~60 KiB).
 READ_LIMIT = 16 * 1024 * 1024
@@ -678,8 +683,27 @@ def _edit_problems(edits, where, allow_empty):
             missing = [name for name in required if not isinstance(item.get(name), str) or not item.get(name)]
             if missing:
                 problems.append("%s: no %s" % (here, ", ".join(missing)))
+            problems.extend("%s: %s" % (here, problem) for problem in _field_types(item))
             if key == "hooks" and item.get("hookName") not in HOOK_NAMES:
                 problems.append("%s: hookName %r is not an OCI hook" % (here, item.get("hookName")))
+    return problems
+
+
+def _field_types(item):
+    """What of an entry's fields is not of the type a runtime reads it as."""
+    problems = []
+    for name in sorted(item, key=str):
+        value = item[name]
+        if value is None:
+            continue
+        if name in STRING_FIELDS and not isinstance(value, str):
+            problems.append("%s %r is not a string" % (name, value))
+        elif name in STRING_LISTS and (not isinstance(value, list)
+                                       or not all(entry is None or isinstance(entry, str) for entry in value)):
+            problems.append("%s %r is not a list of strings" % (name, value))
+        elif name in INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int) or value < 0
+                                         or value >= 2 ** 63):
+            problems.append("%s %r is not a number a runtime takes" % (name, value))
     return problems
 
 

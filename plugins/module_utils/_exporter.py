@@ -248,7 +248,13 @@ class CdiJudge:
         key = (self._files(), self._gpus(facts))
         now = time.monotonic()
         if key != self._key or self._at is None or now - self._at >= self.recheck_s:
-            self._findings = _cdi.health_findings(self.paths, session, self.host)
+            try:
+                self._findings = _cdi.health_findings(self.paths, session, self.host)
+            except (GpuLost, NvmlCallError):
+                raise  # NVML failing outside the judgement's reading of the GPUs: the reading's error, as before
+            except Exception as exc:  # pylint: disable=broad-except  # a judgement that fails never fails the scrape
+                self._findings = [_cdi.finding(None, "cdi_unjudged", "warning", "%s cannot be judged: %s: %s" % (
+                    ", ".join(self.paths), type(exc).__name__, exc))]
             self._key, self._at = key, now
             self.judged += 1
         return list(self._findings)

@@ -61,14 +61,36 @@ def check_path_value(name, value):
 
 # --- Docker ---------------------------------------------------------------------------------------------------------
 
+def _unique_keys(pairs):
+    """A JSON object's dict; ValueError for a key given twice (which of them Docker reads is not for us to guess)."""
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError("the key %s is given twice in one object" % json.dumps(key, ensure_ascii=False))
+        data[key] = value
+    return data
+
+
+def _no_constant(name):
+    """NaN and Infinity are not JSON: Docker refuses them, so they are not read (nor written back) here."""
+    raise ValueError("%s is not a JSON value" % name)
+
+
 def docker_merge(text, runtime_path, set_default):
     """daemon.json's text (None: no file) -> the new text, or None when nothing changes. Only runtimes.nvidia and,
     when asked, default-runtime are touched; every other key of the site is kept."""
+    try:
+        return _docker_merge(text, runtime_path, set_default)
+    except RecursionError:
+        raise RuntimeConfigError("is nested too deeply to be merged") from None
+
+
+def _docker_merge(text, runtime_path, set_default):
     data = {}
     if text is not None and text.strip():
         try:
-            data = json.loads(text)
-        except ValueError as exc:
+            data = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:
             raise RuntimeConfigError("is not valid JSON (%s)" % exc) from None
         if not isinstance(data, dict):
             raise RuntimeConfigError("is JSON but not an object")
@@ -212,9 +234,31 @@ def imports_of(data, config_dir):
     return [item if os.path.isabs(item) else os.path.join(config_dir, item) for item in found]
 
 
+def import_matches(pattern, path):
+    """Whether one import pattern names path as containerd reads it: a pattern with a '*' is a glob whose wildcards
+    stay within one path component (Go's filepath.Glob), any other names one file, brackets and all."""
+    pattern, path = os.path.normpath(pattern), os.path.normpath(path)
+    if "*" not in pattern:
+        return pattern == path
+    parts, names = pattern.split("/"), path.split("/")
+    return len(parts) == len(names) and all(fnmatch.fnmatchcase(name, part) for name, part in zip(names, parts))
+
+
 def imported(patterns, path):
-    """Whether one of the import patterns names path (containerd expands globs)."""
-    return any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns)
+    """Whether one of the import patterns names path."""
+    return any(import_matches(pattern, path) for pattern in patterns)
+
+
+def plugin_section(data, plugin, where):
+    """The plugin's section of a parsed configuration ({} where it has none); RuntimeConfigError where 'plugins' or
+    the section is not a table."""
+    plugins = data.get("plugins", {})
+    if not isinstance(plugins, dict):
+        raise RuntimeConfigError("%s: 'plugins' is not a table" % where)
+    section = plugins.get(plugin, {})
+    if not isinstance(section, dict):
+        raise RuntimeConfigError("%s: the %s plugin section is not a table" % (where, plugin))
+    return section
 
 
 def add_import(text, data, drop_in, where):
@@ -248,24 +292,34 @@ def containerd_plan(config_text, config_path, imports_text, drop_in, options):
     """What to write for containerd: {config: new text or None, drop_in: new text, version}.
 
     config_text: config.toml's text or None; imports_text: {path: text} of the files its imports name (ours left
-    out); options: runtime_path, cdi_spec_dirs, set_default, version (for a config without keys)."""
+    out) in the order containerd reads them; options: runtime_path, cdi_spec_dirs, set_default, version (for a config
+    without keys), read_after (those of imports_text that containerd reads after the drop-in, where its imports name
+    it already)."""
+    try:
+        return _containerd_plan(config_text, config_path, imports_text, drop_in, options)
+    except RecursionError:
+        raise RuntimeConfigError("%s or one of its imports is nested too deeply to be merged" % config_path) from None
+
+
+def _containerd_plan(config_text, config_path, imports_text, drop_in, options):
     data = toml_loads(config_text, config_path) if config_text is not None else {}
     version = containerd_version(data, config_path, options["version"])
     plugin = CRI_PLUGIN[version]
     config_dir = os.path.dirname(config_path)
     patterns = imports_of(data, config_dir)
     # The site's CRI section as containerd sees it: config.toml's, replaced whole by each import that has one.
-    site = copy.deepcopy(data.get("plugins", {}).get(plugin, {}))
-    for path in sorted(imports_text):
-        other = toml_loads(imports_text[path], path)
-        if plugin in other.get("plugins", {}):
-            site = copy.deepcopy(other["plugins"][plugin])
-    if not isinstance(site, dict):
-        raise RuntimeConfigError("%s: the %s plugin section is not a table" % (config_path, plugin))
+    site = copy.deepcopy(plugin_section(data, plugin, config_path))
+    for path, text in imports_text.items():
+        other = toml_loads(text, path)
+        if plugin in other.get("plugins", {}) or not isinstance(other.get("plugins", {}), dict):
+            site = copy.deepcopy(plugin_section(other, plugin, path))
+            if path in options.get("read_after", ()):
+                raise RuntimeConfigError("%s is imported after %s and would replace its whole %s section: give the "
+                                         "drop-in a name that sorts after it" % (path, drop_in, plugin))
     ours = nvidia_section(options["runtime_path"], options["cdi_spec_dirs"], options["set_default"])
     section = deep_merge(site, ours)
     wanted = {"version": version, "plugins": {plugin: section}}
-    sources = ", ".join([config_path, *sorted(imports_text)])
+    sources = ", ".join([config_path, *imports_text])
     drop_text = HEADER % (plugin, sources) + "\n" + toml_dumps(wanted)
     if toml_loads(drop_text, drop_in) != wanted:  # our own writer, checked by the reader
         raise RuntimeConfigError("the drop-in %s would not read back as written from %s" % (drop_in, sources))

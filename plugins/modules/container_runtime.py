@@ -140,20 +140,39 @@ def read(path):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(READ_LIMIT)
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # replaced since the lstat
+                raise Refused("%s is not a regular file; it is left alone" % path)
+            data = handle.read(READ_LIMIT + 1)
+    except OSError as exc:
+        raise Refused("%s cannot be read: %s" % (path, exc.strerror or exc)) from None
+    if len(data) > READ_LIMIT:
+        raise Refused("%s is larger than %d bytes; it is left alone" % (path, READ_LIMIT))
+    try:
         return to_text(data, errors="strict")
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise Refused("%s cannot be read as UTF-8 text: %s" % (path, exc)) from None
 
 
-def write(path, text):
+def import_paths(pattern, drop_in):
+    """The files one import pattern names, as containerd expands it once the drop-in is there: a glob where it has a
+    '*' (sorted), else the one path (brackets and question marks are then part of the name)."""
+    if "*" not in pattern:
+        return [pattern]
+    found = set(glob.glob(pattern)) | ({drop_in} if _runtimes.import_matches(pattern, drop_in) else set())
+    return [path for path in sorted(found) if _runtimes.import_matches(pattern, path)]
+
+
+def write(path, text, old=None):
     """text into path through a temporary file in the same directory and a rename; an existing file's mode and owner
-    are kept, a new one is root's 0644. The directory is made (0755) when missing."""
+    are kept, a new one is root's 0644. The directory is made (0755) when missing. Refused where the file is no
+    longer what was read (old: its text, None for no file): replaced by a link or a FIFO, or changed meanwhile."""
+    if read(path) != old:  # Refused where it became a link, a FIFO or a directory meanwhile
+        raise Refused("%s changed while it was being merged; run again" % path)
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
     try:
-        info = os.stat(path)
+        info = os.lstat(path)
     except FileNotFoundError:
         info = None
     fd, temp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
@@ -190,6 +209,9 @@ def check_params(params):
         problem = _runtimes.check_path_value("cdi_spec_dirs", directory)
         if problem:
             return problem
+    if params["runtime"] == "containerd" and "*" in params["drop_in"]:
+        return ("drop_in must not contain '*': containerd reads an import with a '*' as a glob, got %r"
+                % params["drop_in"])
     if params["runtime"] == "containerd" and os.path.normpath(params["drop_in"]) == os.path.normpath(params["path"]):
         return "drop_in must be another file than path (%s)" % params["path"]
     return None
@@ -222,13 +244,17 @@ def plan(module, params):
     if not _runtimes.HAS_TOML:
         module.fail_json(msg="%s; %s was not changed" % (missing_required_lib("python3-toml",
                                                                               reason=_runtimes.TOML_HINT), path))
-    others = {}
+    others, after, ours = {}, [], False  # others in the order containerd reads them, each once
     if old_config is not None:
         data = _runtimes.toml_loads(old_config, path)
         for pattern in _runtimes.imports_of(data, os.path.dirname(path)):
-            for found in sorted(glob.glob(pattern)):
-                if os.path.normpath(found) != os.path.normpath(drop_in):
+            for found in import_paths(pattern, drop_in):
+                if os.path.normpath(found) == os.path.normpath(drop_in):
+                    ours = True
+                elif found not in others:
                     others[found] = read(found)
+                    if ours:
+                        after.append(found)
         others = {key: value for key, value in others.items() if value is not None}
     release = containerd_release(module)
     warning = _runtimes.cdi_warning(release)
@@ -236,7 +262,7 @@ def plan(module, params):
         module.warn(warning)
     version = params["version"] or (3 if release is not None and release >= (2, 0) else 2)
     options = {"runtime_path": params["runtime_path"], "cdi_spec_dirs": params["cdi_spec_dirs"],
-               "set_default": params["set_default"], "version": version}
+               "set_default": params["set_default"], "version": version, "read_after": after}
     result = _runtimes.containerd_plan(old_config, path, others, drop_in, options)
     changes = []
     if result["drop_in"] != old_drop_in:
@@ -282,15 +308,16 @@ def main():
                           for path, old, new in changes]
     if changes and not module.check_mode:
         written = []
-        for path, _old, new in changes:  # the drop-in first: config.toml never imports a file that is not there
+        for path, old, new in changes:  # the drop-in first: config.toml never imports a file that is not there
             try:
-                write(path, new)
-            except OSError as exc:
+                write(path, new, old)
+            except (OSError, Refused) as exc:
                 result["changed_paths"] = written
                 result["changed"] = bool(written)
-                module.fail_json(msg="%s cannot be written: %s; %s" % (
-                    path, exc.strerror or exc, "already written: %s" % ", ".join(written) if written
-                    else "nothing was changed"), **result)
+                problem = str(exc) if isinstance(exc, Refused) else "%s cannot be written: %s" % (
+                    path, exc.strerror or exc)
+                module.fail_json(msg="%s; %s" % (problem, "already written: %s" % ", ".join(written) if written
+                                                 else "nothing was changed"), **result)
             written.append(path)
     module.exit_json(**result)
 

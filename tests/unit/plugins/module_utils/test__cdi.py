@@ -97,6 +97,13 @@ def edited(change):
     (lambda s: s["containerEdits"].update(deviceNodes="x"), "containerEdits.deviceNodes is not a list"),
     (lambda s: s.update(devices={}), "it lists no devices"),
     (lambda s: s.update(kind=["x"]), "kind is ['x'], not nvidia.com/gpu"),
+    (lambda s: s["devices"][0]["containerEdits"]["deviceNodes"][0].update(hostPath=1), "hostPath 1 is not a string"),
+    (lambda s: s["devices"][0]["containerEdits"]["deviceNodes"][0].update(major="195"), "major '195' is not a number"),
+    (lambda s: s["devices"][0]["containerEdits"]["deviceNodes"][0].update(uid=True), "uid True is not a number"),
+    (lambda s: s["containerEdits"]["mounts"][0].update(options="ro"), "options 'ro' is not a list of strings"),
+    (lambda s: s["containerEdits"]["mounts"][0].update(options=["ro", 1]), "is not a list of strings"),
+    (lambda s: s["containerEdits"]["hooks"][0].update(args=[{"a": 1}]), "args [{'a': 1}] is not a list of strings"),
+    (lambda s: s["containerEdits"]["hooks"][0].update(env=1), "env 1 is not a list of strings"),
 ])
 def test_validate(change, problem):
     assert _cdi.validate(GOOD) == []

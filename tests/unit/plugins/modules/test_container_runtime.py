@@ -95,6 +95,10 @@ def test_docker_creates_a_missing_file(module_result, tmp_path):
     ('{"log-driver": "journald",', "is not valid JSON"),
     ("[1, 2]", "is JSON but not an object"),
     ('{"runtimes": []}', "'runtimes' that is not an object"),
+    ('{"debug": true, "debug": false}', 'the key "debug" is given twice'),
+    ('{"max-concurrent-downloads": NaN}', "NaN is not a JSON value"),
+    ("[" * 100000, "is not valid JSON"),
+    ('{"a": ' * 900 + "1" + "}" * 900, "nested too deeply"),
 ])
 def test_docker_invalid_json_is_left_untouched(module_result, tmp_path, text, words):
     daemon = tmp_path / "daemon.json"
@@ -123,6 +127,7 @@ def test_a_link_or_directory_is_refused(module_result, tmp_path, runtime):
     ({"cdi_spec_dirs": ["/etc/cdi", "relative"]}, "cdi_spec_dirs"),
     ({"cdi_spec_dirs": ['/etc/"cdi']}, "cdi_spec_dirs"),
     ({"cdi_spec_dirs": []}, "cdi_spec_dirs"),
+    ({"drop_in": "/etc/containerd/conf.d/*.toml"}, "drop_in"),
 ])
 def test_bad_values_are_refused(module_result, tmp_path, args, name):
     rc, result = run(module_result, dict({"runtime": "containerd", "path": str(tmp_path / "config.toml"),
@@ -220,6 +225,8 @@ def test_containerd_without_a_config(module_result, tmp_path):
     ("version = 2\n[plugins\n", "is not valid TOML"),
     ("[plugins.cri]\nenable_cdi = false\n", "configuration version 1"),
     ("version = 2\nimports = [\n  \"/a.toml\",\n]\n", "not on one line"),
+    ('version = 2\nplugins = "cri"\n', "'plugins' is not a table"),
+    ('version = 2\n[plugins]\n"io.containerd.grpc.v1.cri" = 1\n', "plugin section is not a table"),
 ])
 def test_containerd_unusable_config_is_left_untouched(module_result, tmp_path, text, words):
     args, config = containerd(tmp_path, text)
@@ -264,3 +271,116 @@ def test_containerd_release_chooses_the_version_and_warns_without_cdi(module_res
     assert (_runtimes.cdi_warning((1, 6) if version == 2 else (2, 0)) is not None) is warned
     assert "containerd 1.6 does not read enable_cdi" in _runtimes.cdi_warning((1, 6))
     assert _runtimes.cdi_warning((1, 7)) is None and _runtimes.cdi_warning(None) is None
+
+
+def test_containerd_import_that_is_not_a_table_is_refused(module_result, tmp_path):
+    site = tmp_path / "site.toml"
+    site.write_text('version = 2\nplugins = ["io.containerd.grpc.v1.cri"]\n')
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s"]\n' % site)
+    text = config.read_text()
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(site) in result["msg"] and "'plugins' is not a table" in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])
+
+
+def test_containerd_glob_star_stays_within_one_directory(module_result, tmp_path):
+    """containerd's '*' (Go's filepath.Glob) does not cross a '/': a glob over the config's directory does not import
+    conf.d/99-nvidia.toml, so the import is added."""
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/*.toml"]\n' % tmp_path)
+    rc, result = run(module_result, args)
+    assert rc == 0 and result["changed_paths"] == [args["drop_in"], str(config)], result
+    assert tomllib.loads(config.read_text())["imports"] == ["%s/*.toml" % tmp_path, args["drop_in"]]
+    assert effective(config)["plugins"]["io.containerd.grpc.v1.cri"]["enable_cdi"] is True
+
+
+def test_containerd_import_with_brackets_is_one_file(module_result, tmp_path):
+    """An import without a '*' names one file, brackets and all (containerd globs only where there is a '*')."""
+    (tmp_path / "site1.toml").write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "a"\n')
+    (tmp_path / "site[1].toml").write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "b"\n')
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/site[1].toml"]\n' % tmp_path)
+    rc, result = run(module_result, args)
+    assert rc == 0, result
+    drop_in = tomllib.loads((tmp_path / "conf.d" / "99-nvidia.toml").read_text())
+    assert drop_in["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == "b"
+    assert tomllib.loads(config.read_text())["imports"][-1] == args["drop_in"]
+
+
+def test_a_file_over_the_limit_is_refused_not_cut(module_result, tmp_path, monkeypatch):
+    """A config.toml longer than the read limit is refused: cut at the limit it may still parse, and be written back
+    without its end."""
+    monkeypatch.setattr(container_runtime, "READ_LIMIT", 64)
+    text = "version = 2\n" + "# the site's notes\n" * 10 + "[plugins]\n"
+    args, config = containerd(tmp_path, text)
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(config) in result["msg"] and "larger than 64 bytes" in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])
+
+
+def test_a_file_replaced_by_a_fifo_after_the_lstat_is_refused(tmp_path, monkeypatch):
+    """The file is checked again once open: a FIFO swapped in after the lstat reads as empty, never as a config."""
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    regular = os.lstat(__file__)
+    monkeypatch.setattr(container_runtime.os, "lstat", lambda path: regular)
+    with pytest.raises(container_runtime.Refused, match="not a regular file"):
+        container_runtime.read(str(fifo))
+
+
+def test_containerd_nesting_too_deep_for_the_merge_is_an_error(monkeypatch):
+    """A configuration the reader takes but that the merge cannot walk (Python's recursion limit) is an error naming
+    the file, never a traceback."""
+    def too_deep(*_args, **_kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+    monkeypatch.setattr(_runtimes, "deep_merge", too_deep)
+    options = {"runtime_path": "/usr/bin/nvidia-container-runtime", "cdi_spec_dirs": ["/etc/cdi"],
+               "set_default": False, "version": 2}
+    with pytest.raises(_runtimes.RuntimeConfigError, match=r"/etc/containerd/config\.toml .*nested too deeply"):
+        _runtimes.containerd_plan("version = 2\n", "/etc/containerd/config.toml", {}, "/etc/containerd/d.toml", options)
+
+
+@pytest.mark.parametrize("swap", ["link", "changed"])
+def test_a_file_swapped_between_read_and_write_is_left_alone(module_result, tmp_path, monkeypatch, swap):
+    """daemon.json replaced by a link (or rewritten by someone else) after it was read: nothing is written over it."""
+    daemon, target = tmp_path / "daemon.json", tmp_path / "shadow"
+    daemon.write_text('{"debug": true}\n')
+    target.write_text("secret\n")
+    merge = container_runtime._runtimes.docker_merge
+
+    def merge_then_swap(*args):
+        new = merge(*args)
+        daemon.unlink()
+        if swap == "link":
+            daemon.symlink_to(target)
+        else:
+            daemon.write_text('{"debug": false}\n')
+        return new
+
+    monkeypatch.setattr(container_runtime._runtimes, "docker_merge", merge_then_swap)
+    rc, result = run(module_result, {"runtime": "docker", "path": str(daemon)})
+    assert rc == 1 and str(daemon) in result["msg"] and "nothing was changed" in result["msg"], result
+    assert target.read_text() == "secret\n" and not result["changed"]
+    assert daemon.is_symlink() if swap == "link" else daemon.read_text() == '{"debug": false}\n'
+
+
+def test_containerd_imports_in_containerd_order(module_result, tmp_path):
+    """The import read last gives the site's CRI section (containerd replaces the section whole), in the order of the
+    imports list, not the files' names."""
+    section = 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "%s"\n'
+    for name, image in (("b.toml", "from-b"), ("a.toml", "from-a")):
+        (tmp_path / name).write_text(section % image)
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/b.toml", "%s/a.toml"]\n' % (tmp_path, tmp_path))
+    rc, result = run(module_result, args)
+    assert rc == 0, result
+    assert effective(config)["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] == "from-a"
+
+
+def test_containerd_import_read_after_the_drop_in_is_refused(module_result, tmp_path):
+    """A site file that a glob imports after the drop-in would replace NVIDIA's runtime: refused, naming it."""
+    args, config = containerd(tmp_path, 'version = 2\nimports = ["%s/conf.d/*.toml"]\n' % tmp_path)
+    (tmp_path / "conf.d").mkdir()
+    late = tmp_path / "conf.d" / "zz-site.toml"
+    late.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "site"\n')
+    text = config.read_text()
+    rc, result = run(module_result, args)
+    assert rc == 1 and str(late) in result["msg"] and "imported after" in result["msg"], result
+    assert config.read_text() == text and not os.path.exists(args["drop_in"])

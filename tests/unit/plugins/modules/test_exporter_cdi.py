@@ -129,3 +129,39 @@ def test_bad_cdi_arguments(argv, message, capsys):
         _exporter.main(["--textfile", "x.prom", *argv])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_spec_with_a_field_of_the_wrong_type_is_not_healthy(spec_node):  # noqa: F811
+    """A runtime refuses a spec whose device node's hostPath is a number (a spec in JSON, whose numbers are numbers):
+    the exporter says so, never healthy."""
+    import json
+
+    import yaml
+
+    _fixture, spec = spec_node.start("dgx-h100")
+    data = yaml.safe_load(open(spec, encoding="utf-8").read())
+    data["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"] = 1
+    with open(spec, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(data))
+    families = scrape(spec_node, judge(spec_node))
+    assert cdi_findings(families) == [("", "cdi_spec_invalid", "warning")]
+    assert value(families, "accelops_gpu_health_status") == 1
+
+
+def test_a_judgement_that_breaks_is_a_warning_not_a_failed_scrape(spec_node, monkeypatch):  # noqa: F811
+    """Whatever the judgement trips over (here a comparison that raises on a spec it did not foresee) is a
+    cdi_unjudged warning: the GPUs' metrics stay, the verdict is not healthy, and the next scrapes do not judge again
+    until something changes."""
+    spec_node.start("dgx-h100")
+
+    def broken(*_args, **_kwargs):
+        raise TypeError("'NoneType' object is not iterable")
+
+    monkeypatch.setattr(_cdi, "compare", broken)
+    cdi = judge(spec_node)
+    for _round in range(3):
+        families = scrape(spec_node, cdi)
+        assert "accelops_gpu_exporter_error_info" not in families
+        assert cdi_findings(families) == [("", "cdi_unjudged", "warning")]
+        assert value(families, "accelops_gpu_health_status") == 1
+    assert cdi.judged == 1
