@@ -32,6 +32,20 @@ def test_every_exception_is_an_example_with_its_reason():
                               "alone"}, key
 
 
+# Modules whose examples run here as they stand: they read, or change only the fake NVML's GPUs. The examples run as
+# root on the machine that runs the tests: a module that writes anything else (files under /etc, services) must be in
+# SETUP, skipped, in check mode or with its paths moved, so that a new module's example never changes this machine.
+RUN_HERE = {"gpu_config", "gpu_facts", "gpu_health", "gpu_mig", "ib_facts", "node_probe"}
+
+
+def test_a_module_example_run_here_changes_only_the_fake_gpus():
+    modules = {example["key"] for example in EXAMPLES if example["key"].startswith("plugins/modules/")}
+    assert modules, "no module example found"
+    unlisted = sorted(key for key in modules if key not in run_examples.SETUP
+                      and key.rsplit("/", 1)[1].removesuffix(".py") not in RUN_HERE)
+    assert unlisted == [], "a module example that would run on this machine as it stands; list it in SETUP"
+
+
 def test_the_readme_holds_plays_and_one_inventory():
     blocks = run_examples.readme_blocks()
     plays = [block for block in blocks if isinstance(block, list)]
