@@ -27,7 +27,7 @@ _RELATION = re.compile(
     r"^([a-z0-9][a-z0-9.+-]*)(?::[a-z0-9-]+)?\s*(?:\(\s*(<<|<=|=|>=|>>|<|>)\s*([^)\s]+)\s*\))?\s*(?:\[[^\]]*\]\s*)?(?:<[^>]*>\s*)*$"
 )
 _NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
-_VERSION = re.compile(r"^(?:[0-9]+:)?[0-9A-Za-z.+~:-]+$")
+_VERSION = re.compile(r"^(?:[0-9]+:)?[0-9A-Za-z.+~:*?-]+$")
 _FINGERPRINT = re.compile(r"^[0-9A-F]{40}$")
 _CHUNK = 1 << 20
 
@@ -77,8 +77,8 @@ def _compare_part(left, right):
 
 
 def _split_version(version):
-    epoch, _, rest = version.partition(":") if ":" in version else ("0", "", version)
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+    epoch, rest = version.split(":", 1) if ":" in version else ("0", version)
+    upstream, revision = rest.rsplit("-", 1) if "-" in rest else (rest, "0")
     return int(epoch or 0), upstream, revision
 
 
@@ -127,7 +127,7 @@ def parse_stanzas(text):
             if line[:1] in (" ", "\t") and last:
                 fields[last] += "\n" + line
             elif ":" in line:
-                last, _, value = line.partition(":")
+                last, value = line.split(":", 1)
                 fields[last] = value.strip()
             elif line.strip() and not line.startswith("#"):
                 raise MirrorError("cannot read the line %r" % line)
@@ -137,8 +137,8 @@ def parse_stanzas(text):
 
 
 def parse_request(text):
-    """'name' or 'name=version'."""
-    name, _, version = str(text).strip().partition("=")
+    """'name', 'name=version' or 'name=GLOB' (the newest version that the glob matches, as 2.*+cuda12.8)."""
+    name, version = [*str(text).strip().split("=", 1), ""][:2]
     if not _NAME.match(name) or (version and not _VERSION.match(version)) or "=" in version:
         raise MirrorError("packages: %r is not a package name, or name=version" % text)
     return name, version
@@ -325,7 +325,11 @@ class Selection:
         return taken
 
     def request(self, name, version):
-        found = self.candidates(name, "=" if version else None, version or None)
+        if version and any(char in version for char in "*?"):
+            matching = [s for s in self.index.by_name.get(name, []) if fnmatch.fnmatchcase(s["Version"], version)]
+            found = sorted(matching, key=lambda s: _Key(s["Version"]))[-1:]
+        else:
+            found = self.candidates(name, "=" if version else None, version or None)
         if not found:
             have = self.index.versions(name)
             raise MirrorError(
@@ -416,7 +420,7 @@ def signed_hashes_match(gpg, site_key, dest, files, workdir):
         with open(os.path.join(dest, "InRelease"), "rb") as handle:
             inrelease = handle.read()
         text = verify_inrelease(gpg, key_file, fingerprint, inrelease, workdir)
-        _, hashes = release_hashes(text)
+        hashes = release_hashes(text)[1]
     except (OSError, MirrorError, UnicodeDecodeError):
         return False
     wanted = {name: (len(data), hashlib.sha256(data).hexdigest()) for name, data in files}

@@ -19,15 +19,16 @@ description:
     returns, and every package downloaded must match the index's SHA256 and size.
   - Dependencies are taken as a node's apt takes them. Of several alternatives the first that the repository can
     satisfy; of a package name the newest version, unless a version pin allows more. The pins are read from the
-    packages named in O(preferences_from) (NVIDIA's C(nvidia-driver-pinning-*) packages): every version they allow is
-    taken, so that nodes on different releases of a driver branch install from one mirror. Dependencies the
+    packages named in O(preferences_from) (NVIDIA's C(nvidia-driver-pinning-*) packages), and every version they
+    allow is taken, so that nodes on different releases of a driver branch install from one mirror. Dependencies the
     repository cannot satisfy (C(dkms), C(libc6)) are for the distribution's own mirror; RV(outside) lists them.
-  - The copy keeps upstream's C(Origin), C(Label) and C(Architecture), so NVIDIA's repository pin
-    (C(Pin: release l=NVIDIA CUDA)) still matches. The site's public key is written beside the index as
-    C(<last 8 hex digits of its fingerprint>.pub), the name NVIDIA gives its key, which C(cuda_repo_key_name) takes.
-  - A package the repository does not have fails the task naming it, the versions the repository has and the pins;
-    so does anything that cannot be trusted. Nothing is changed then. The new copy is built beside O(dest) and
-    renamed into place, so that a web server serving O(dest) never serves half of it.
+  - "The copy keeps upstream's C(Origin), C(Label) and C(Architecture), so NVIDIA's repository pin
+    (C(Pin: release l=NVIDIA CUDA)) still matches."
+  - The site's public key is written beside the index as C(<last 8 hex digits of its fingerprint>.pub), the name
+    NVIDIA gives its key, which C(cuda_repo_key_name) takes.
+  - A package the repository does not have fails the task naming it and the versions the repository has; so does
+    anything that cannot be trusted. Nothing is changed then. The new copy is built beside O(dest) and renamed into
+    place, so that a web server serving O(dest) never serves half of it.
   - Needs C(gpg), C(gpgv) and C(dpkg-deb) on the machine the module runs on.
 extends_documentation_fragment:
   - accelops.gpu.attributes
@@ -63,7 +64,7 @@ options:
   preferences_from:
     description:
       - Packages of O(packages) whose apt preferences files (C(/etc/apt/preferences.d/)) limit the versions of other
-        packages once installed. Their C(Pin: version) paragraphs above priority 500 apply to the selection.
+        packages once installed. Their C(Pin) paragraphs by version above priority 500 apply to the selection.
     type: list
     elements: str
     default: []
@@ -341,8 +342,8 @@ def build(params, upstream, site_gpg, plan):
         for name, data in plan.own_files:
             mirror.write_file(os.path.join(staging, name), data)
         release_path = os.path.join(staging, "Release")
-        mirror.write_file(release_path, mirror.release_text(plan.release, plan.index_files, params["origin"],
-                                                             params["label"]))
+        release = mirror.release_text(plan.release, plan.index_files, params["origin"], params["label"])
+        mirror.write_file(release_path, release)
         signer = ("--local-user", params["signing_key"] + "!", "--digest-algo", "SHA512")
         site_gpg(*signer, "--armor", "--detach-sign", "--output", os.path.join(staging, "Release.gpg"), release_path)
         site_gpg(*signer, "--clearsign", "--output", os.path.join(staging, "InRelease"), release_path)
@@ -424,7 +425,7 @@ def main():
             recommends=dict(type="bool", default=True),
             dest=dict(type="path", required=True),
             gnupg_home=dict(type="path", required=True),
-            signing_key=dict(type="str", required=True),
+            signing_key=dict(type="str", required=True, no_log=False),  # a fingerprint, public
             origin=dict(type="str"),
             label=dict(type="str"),
             timeout=dict(type="int", default=60),
@@ -439,8 +440,8 @@ def main():
     except mirror.MirrorError as exc:
         module.fail_json(msg="%s; nothing was changed" % exc)
     except OSError as exc:
-        module.fail_json(msg="%s: %s; nothing was changed" % (getattr(exc, "filename", "") or params["dest"],
-                                                               exc.strerror or exc))
+        path = getattr(exc, "filename", "") or params["dest"]
+        module.fail_json(msg="%s: %s; nothing was changed" % (path, exc.strerror or exc))
     module.exit_json(**result)
 
 

@@ -69,6 +69,9 @@ SETUP = {
                                                      "runs on (/etc/docker, /etc/containerd): "
                                                      "tests/unit/plugins/modules/test_container_runtime.py and "
                                                      "molecule's gpu_settings scenario run it on files of their own"},
+    "plugins/modules/apt_mirror.py": {"skip": "downloads from NVIDIA's repository and signs with a site's key: "
+                                              "tests/unit/plugins/modules/test_apt_mirror.py and molecule's airgap "
+                                              "scenario run it against the test mirror"},
     "plugins/modules/gpu_mig.py": {"fixture_edit": {"gpu.*.mig.current=0": "gpu.*.mig.current=1",
                                                     "gpu.*.mig.pending=0": "gpu.*.mig.pending=1"},
                                    "why": "MIG mode is on already, as after the GPU reset its first task asks for"},
