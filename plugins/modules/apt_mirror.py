@@ -17,12 +17,14 @@ description:
   - Upstream is trusted only through its pinned key. O(keyring) must hold that key alone (the whole file is read,
     not just a key in it); C(InRelease) must carry a good signature of it; the hashes come from the text C(gpgv)
     returns, and every package downloaded must match the index's SHA256 and size.
-  - Dependencies are taken as a node's apt takes them. Of several alternatives the first that the repository can
+  - >-
+    Dependencies are taken as a node's apt takes them. Of several alternatives the first that the repository can
     satisfy; of a package name the newest version, unless a version pin allows more. The pins are read from the
     packages named in O(preferences_from) (NVIDIA's C(nvidia-driver-pinning-*) packages): every version they allow is
     taken, so that nodes on different releases of a driver branch install from one mirror. Dependencies the
     repository cannot satisfy (C(dkms), C(libc6)) are for the distribution's own mirror; RV(outside) lists them.
-  - The copy keeps upstream's C(Origin), C(Label) and C(Architecture), so NVIDIA's repository pin
+  - >-
+    The copy keeps upstream's C(Origin), C(Label) and C(Architecture), so NVIDIA's repository pin
     (C(Pin: release l=NVIDIA CUDA)) still matches. The site's public key is written beside the index as
     C(<last 8 hex digits of its fingerprint>.pub), the name NVIDIA gives its key, which C(cuda_repo_key_name) takes.
   - A package the repository does not have fails the task naming it, the versions the repository has and the pins;
@@ -62,7 +64,8 @@ options:
     required: true
   preferences_from:
     description:
-      - Packages of O(packages) whose apt preferences files (C(/etc/apt/preferences.d/)) limit the versions of other
+      - >-
+        Packages of O(packages) whose apt preferences files (C(/etc/apt/preferences.d/)) limit the versions of other
         packages once installed. Their C(Pin: version) paragraphs above priority 500 apply to the selection.
     type: list
     elements: str
@@ -176,8 +179,6 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _apt_mirror as mirror
 
-_SAFE_PATH = re.compile(r"^(?:\./)?(?:[A-Za-z0-9_.+~%-]+/)*[A-Za-z0-9_.+~%-]+\.deb$")
-
 
 def fingerprint(value, field):
     text = re.sub(r"\s+", "", str(value or "")).upper()
@@ -206,6 +207,8 @@ def check_params(params):
     params["dest"] = dest
     if not os.path.isdir(os.path.dirname(dest)):
         raise mirror.MirrorError("dest: the directory %s above it does not exist" % os.path.dirname(dest))
+    if os.path.lexists(dest) and (os.path.islink(dest) or not os.path.isdir(dest)):
+        raise mirror.MirrorError("dest: %s is not a directory" % dest)  # build() renames it: not through a link
     for field in ("origin", "label"):
         if params[field] is not None and (not params[field].strip() or re.search(r"[\n\r\0]", params[field])):
             raise mirror.MirrorError("%s: one line of text, not %r" % (field, params[field]))
@@ -234,9 +237,8 @@ class Upstream:
             raise mirror.MirrorError("cannot fetch %s: %s" % (url, exc)) from None
 
     def package_url(self, stanza):
+        mirror.local_name(stanza)  # refuses a path out of upstream's directory
         path = stanza["Filename"]
-        if not _SAFE_PATH.match(path) or "/../" in "/" + path:
-            raise mirror.MirrorError("the index names an odd file %r for %s" % (path, stanza["Package"]))
         return self.base + (path[2:] if path.startswith("./") else path)
 
     def download(self, stanza, path):
@@ -320,7 +322,8 @@ def in_place(params, plan, site_gpg_check, workdir):
     key_file = os.path.join(workdir, "site.asc")
     mirror.write_file(key_file, plan.key_data)
     return mirror.signed_hashes_match(site_gpg_check, (key_file, params["signing_key"]), dest, plan.index_files,
-                                      workdir)
+                                      workdir, fields=mirror.release_fields(plan.release, params["origin"],
+                                                                            params["label"]))
 
 
 def build(params, upstream, site_gpg, plan):
