@@ -81,10 +81,10 @@ def _compare_part(left, right):
 
 
 def _split_version(version):
-    epoch, _, rest = version.partition(":") if ":" in version else ("0", "", version)
+    epoch, rest = version.partition(":")[::2] if ":" in version else ("0", version)
     if not re.match(r"\A[0-9]+\Z", epoch):
         raise MirrorError("cannot read the version %r: its epoch is not a number" % version)
-    upstream, _, revision = rest.rpartition("-") if "-" in rest else (rest, "", "0")
+    upstream, revision = rest.rpartition("-")[::2] if "-" in rest else (rest, "0")
     return int(epoch), upstream, revision
 
 
@@ -133,7 +133,7 @@ def parse_stanzas(text):
             if line[:1] in (" ", "\t") and last:
                 fields[last] += "\n" + line
             elif ":" in line:
-                last, _, value = line.partition(":")
+                last, value = line.partition(":")[::2]
                 fields[last] = value.strip()
             elif line.strip() and not line.startswith("#"):
                 raise MirrorError("cannot read the line %r" % line)
@@ -144,7 +144,7 @@ def parse_stanzas(text):
 
 def parse_request(text):
     """'name' or 'name=version'."""
-    name, _, version = str(text).strip().partition("=")
+    name, version = str(text).strip().partition("=")[::2]
     if not _NAME.match(name) or (version and not _VERSION.match(version)) or "=" in version:
         raise MirrorError("packages: %r is not a package name, or name=version" % text)
     return name, version

@@ -344,8 +344,8 @@ def build(params, upstream, site_gpg, plan):
         for name, data in plan.own_files:
             mirror.write_file(os.path.join(staging, name), data)
         release_path = os.path.join(staging, "Release")
-        mirror.write_file(release_path, mirror.release_text(plan.release, plan.index_files, params["origin"],
-                                                             params["label"]))
+        release = mirror.release_text(plan.release, plan.index_files, params["origin"], params["label"])
+        mirror.write_file(release_path, release)
         signer = ("--local-user", params["signing_key"] + "!", "--digest-algo", "SHA512")
         site_gpg(*signer, "--armor", "--detach-sign", "--output", os.path.join(staging, "Release.gpg"), release_path)
         site_gpg(*signer, "--clearsign", "--output", os.path.join(staging, "InRelease"), release_path)
@@ -427,7 +427,7 @@ def main():
             recommends=dict(type="bool", default=True),
             dest=dict(type="path", required=True),
             gnupg_home=dict(type="path", required=True),
-            signing_key=dict(type="str", required=True),
+            signing_key=dict(type="str", required=True, no_log=False),  # a fingerprint, not a secret
             origin=dict(type="str"),
             label=dict(type="str"),
             timeout=dict(type="int", default=60),
@@ -442,8 +442,8 @@ def main():
     except mirror.MirrorError as exc:
         module.fail_json(msg="%s; nothing was changed" % exc)
     except OSError as exc:
-        module.fail_json(msg="%s: %s; nothing was changed" % (getattr(exc, "filename", "") or params["dest"],
-                                                               exc.strerror or exc))
+        module.fail_json(msg="%s: %s; nothing was changed"
+                         % (getattr(exc, "filename", "") or params["dest"], exc.strerror or exc))
     module.exit_json(**result)
 
 

@@ -52,13 +52,13 @@ def sign(number):
     return (number > 0) - (number < 0)
 
 
-@pytest.mark.parametrize("left, right, expected", VERSION_PAIRS)
-def test_versions_are_ordered_as_dpkg_orders_them(left, right, expected):
-    assert sign(mirror.compare_versions(left, right)) == expected
-    assert sign(mirror.compare_versions(right, left)) == -expected
+@pytest.mark.parametrize("first, second, expected", VERSION_PAIRS)
+def test_versions_are_ordered_as_dpkg_orders_them(first, second, expected):
+    assert sign(mirror.compare_versions(first, second)) == expected
+    assert sign(mirror.compare_versions(second, first)) == -expected
     if shutil.which("dpkg"):
         def dpkg(op):
-            return subprocess.run(["dpkg", "--compare-versions", left, op, right], check=False).returncode == 0
+            return subprocess.run(["dpkg", "--compare-versions", first, op, second], check=False).returncode == 0
 
         assert (-1 if dpkg("lt") else 0 if dpkg("eq") else 1) == expected
 

@@ -237,7 +237,7 @@ def test_a_first_copy_check_mode_then_real_then_unchanged(module_result, env, co
     release = verified_release(dest / "InRelease", result["key_file"], tmp_path)
     assert release["Origin"] == "NVIDIA" and release["Label"] == "NVIDIA CUDA"
     assert release["Architecture"] == "x86_64"
-    _, hashes = mirror.release_hashes(release[None])
+    hashes = mirror.release_hashes(release[None])[1]
     for name in ("Packages", "Packages.gz"):
         data = (dest / name).read_bytes()
         assert hashes[name] == (len(data), hashlib.sha256(data).hexdigest())
