@@ -10,6 +10,7 @@ index, whose SHA256 and size in turn check every package downloaded. The copy is
 
 from __future__ import annotations
 
+import email.utils
 import fnmatch
 import gzip
 import hashlib
@@ -24,11 +25,15 @@ import time
 
 # A relation as apt writes it: name[:arch] [(op version)] [[arch list]] [<profile>]
 _RELATION = re.compile(
-    r"^([a-z0-9][a-z0-9.+-]*)(?::[a-z0-9-]+)?\s*(?:\(\s*(<<|<=|=|>=|>>|<|>)\s*([^)\s]+)\s*\))?\s*(?:\[[^\]]*\]\s*)?(?:<[^>]*>\s*)*$"
+    r"^([a-z0-9][a-z0-9.+-]*)(?::[a-z0-9-]+)?\s*(?:\(\s*(<<|<=|=|>=|>>|<|>)\s*([^)\s<>=]+)\s*\))?\s*(?:\[[^\]]*\]\s*)?(?:<[^>]*>\s*)*$"
 )
-_NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
-_VERSION = re.compile(r"^(?:[0-9]+:)?[0-9A-Za-z.+~:*?-]+$")
-_FINGERPRINT = re.compile(r"^[0-9A-F]{40}$")
+_NAME = re.compile(r"\A[a-z0-9][a-z0-9.+-]*\Z")
+# A colon only after an epoch, which is a number: compare_versions reads what comes before the first colon as one.
+# A version may be a glob (* and ?): the newest version it matches.
+_VERSION = re.compile(r"\A(?:[0-9]+:[0-9A-Za-z.+~:*?-]+|[0-9A-Za-z.+~*?-]+)\Z")
+_FINGERPRINT = re.compile(r"\A[0-9A-F]{40}\Z")
+# A package's Filename in an index: relative, plain path segments, a .deb (no "..", checked apart).
+_FILENAME = re.compile(r"\A(?:\./)?(?:[A-Za-z0-9_.+~%-]+/)*[A-Za-z0-9_.+~%-]+\.deb\Z")
 _CHUNK = 1 << 20
 
 
@@ -77,9 +82,11 @@ def _compare_part(left, right):
 
 
 def _split_version(version):
-    epoch, rest = version.split(":", 1) if ":" in version else ("0", version)
-    upstream, revision = rest.rsplit("-", 1) if "-" in rest else (rest, "0")
-    return int(epoch or 0), upstream, revision
+    epoch, rest = version.partition(":")[::2] if ":" in version else ("0", version)
+    if not re.match(r"\A[0-9]+\Z", epoch):
+        raise MirrorError("cannot read the version %r: its epoch is not a number" % version)
+    upstream, revision = rest.rpartition("-")[::2] if "-" in rest else (rest, "0")
+    return int(epoch), upstream, revision
 
 
 def compare_versions(left, right):
@@ -127,7 +134,7 @@ def parse_stanzas(text):
             if line[:1] in (" ", "\t") and last:
                 fields[last] += "\n" + line
             elif ":" in line:
-                last, value = line.split(":", 1)
+                last, value = line.partition(":")[::2]
                 fields[last] = value.strip()
             elif line.strip() and not line.startswith("#"):
                 raise MirrorError("cannot read the line %r" % line)
@@ -138,7 +145,7 @@ def parse_stanzas(text):
 
 def parse_request(text):
     """'name', 'name=version' or 'name=GLOB' (the newest version that the glob matches, as 2.*+cuda12.8)."""
-    name, version = [*str(text).strip().split("=", 1), ""][:2]
+    name, version = str(text).strip().partition("=")[::2]
     if not _NAME.match(name) or (version and not _VERSION.match(version)) or "=" in version:
         raise MirrorError("packages: %r is not a package name, or name=version" % text)
     return name, version
@@ -376,9 +383,12 @@ def file_matches(path, stanza):
 
 
 def local_name(stanza):
-    name = os.path.basename(stanza["Filename"])
-    if not name.endswith(".deb") or name in (".deb",) or "/" in name or name.startswith("."):
-        raise MirrorError("the index names an odd file %r for %s" % (stanza["Filename"], stanza["Package"]))
+    """The package's file name in the flat copy; an index that names a file outside upstream's directory, or an odd
+    one, is refused (before anything is downloaded or written, in check mode too)."""
+    path = stanza["Filename"]
+    name = os.path.basename(path)
+    if not _FILENAME.match(path) or "/../" in "/" + path or name.startswith("."):
+        raise MirrorError("the index names an odd file %r for %s" % (path, stanza["Package"]))
     return name
 
 
@@ -387,23 +397,32 @@ def packages_text(chosen):
     paragraphs = []
     for key in sorted(chosen, key=lambda k: (k[0], _Key(k[1]))):
         stanza = chosen[key]
-        text = re.sub(r"(?m)^Filename:.*$", "Filename: ./" + local_name(stanza), stanza[None])
+        line = "Filename: ./" + local_name(stanza)
+        text = re.sub(r"(?m)^Filename:.*$", lambda _match, line=line: line, stanza[None])
         paragraphs.append(text.rstrip("\n"))
     return ("\n\n".join(paragraphs) + "\n").encode("utf-8") if paragraphs else b""
 
 
-def release_text(upstream_release, files, origin=None, label=None, now=None):
-    """Release for the copy: upstream's Origin, Label and Architecture (NVIDIA's pin matches the label), the hashes
-    of the copy's own indexes."""
-    lines = []
+def release_fields(upstream_release, origin=None, label=None):
+    """[(field, value)] of the copy's Release before its hashes: upstream's Origin, Label and Architecture (NVIDIA's
+    pin matches the label), or the site's Origin and Label."""
+    fields = []
     for field, value in (("Origin", origin or upstream_release.get("Origin")),
                          ("Label", label or upstream_release.get("Label")),
                          ("Architecture", upstream_release.get("Architecture"))):
         if value:
             if "\n" in value:
                 raise MirrorError("the %s of the Release is not one line" % field)
-            lines.append("%s: %s" % (field, value))
-    lines.append("Date: %s" % time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime(now)))
+            fields.append((field, value))
+    return fields
+
+
+def release_text(upstream_release, files, origin=None, label=None, now=None):
+    """Release for the copy: release_fields, the date and the hashes of the copy's own indexes."""
+    lines = ["%s: %s" % item for item in release_fields(upstream_release, origin, label)]
+    # RFC 1123 in English whatever the locale (apt refuses a Date it cannot read; time.strftime's %a and %b follow
+    # LC_TIME, which AnsibleModule sets from the environment).
+    lines.append("Date: %s UTC" % email.utils.formatdate(time.time() if now is None else now, usegmt=True)[:-4])
     lines.append("Acquire-By-Hash: no")
     for field, algorithm in (("MD5Sum", hashlib.md5), ("SHA1", hashlib.sha1), ("SHA256", hashlib.sha256)):
         lines.append("%s:" % field)
@@ -412,18 +431,21 @@ def release_text(upstream_release, files, origin=None, label=None, now=None):
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def signed_hashes_match(gpg, site_key, dest, files, workdir):
+def signed_hashes_match(gpg, site_key, dest, files, workdir, *, fields=None):
     """Whether the copy in place is signed by the site's key (its file and fingerprint) over exactly these index
-    files."""
+    files, and, where fields (release_fields) are given, says exactly that Origin, Label and Architecture."""
     key_file, fingerprint = site_key
     try:
         with open(os.path.join(dest, "InRelease"), "rb") as handle:
             inrelease = handle.read()
         text = verify_inrelease(gpg, key_file, fingerprint, inrelease, workdir)
-        hashes = release_hashes(text)[1]
+        release, hashes = release_hashes(text)
     except (OSError, MirrorError, UnicodeDecodeError):
         return False
     wanted = {name: (len(data), hashlib.sha256(data).hexdigest()) for name, data in files}
+    if fields is not None and any(release.get(field) != dict(fields).get(field)
+                                  for field in ("Origin", "Label", "Architecture")):
+        return False
     return hashes == wanted
 
 

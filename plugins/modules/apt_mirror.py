@@ -17,7 +17,8 @@ description:
   - Upstream is trusted only through its pinned key. O(keyring) must hold that key alone (the whole file is read,
     not just a key in it); C(InRelease) must carry a good signature of it; the hashes come from the text C(gpgv)
     returns, and every package downloaded must match the index's SHA256 and size.
-  - Dependencies are taken as a node's apt takes them. Of several alternatives the first that the repository can
+  - >-
+    Dependencies are taken as a node's apt takes them. Of several alternatives the first that the repository can
     satisfy; of a package name the newest version, unless a version pin allows more. The pins are read from the
     packages named in O(preferences_from) (NVIDIA's C(nvidia-driver-pinning-*) packages), and every version they
     allow is taken, so that nodes on different releases of a driver branch install from one mirror. Dependencies the
@@ -57,14 +58,16 @@ options:
     type: str
     required: true
   packages:
-    description: What the nodes install, each C(name) or C(name=version).
+    description:
+      - What the nodes install, each C(name), C(name=version) or C(name=GLOB) (the newest version the glob matches).
     type: list
     elements: str
     required: true
   preferences_from:
     description:
-      - Packages of O(packages) whose apt preferences files (C(/etc/apt/preferences.d/)) limit the versions of other
-        packages once installed. Their C(Pin) paragraphs by version above priority 500 apply to the selection.
+      - >-
+        Packages of O(packages) whose apt preferences files (C(/etc/apt/preferences.d/)) limit the versions of other
+        packages once installed. Their C(Pin: version) paragraphs above priority 500 apply to the selection.
     type: list
     elements: str
     default: []
@@ -177,8 +180,6 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _apt_mirror as mirror
 
-_SAFE_PATH = re.compile(r"^(?:\./)?(?:[A-Za-z0-9_.+~%-]+/)*[A-Za-z0-9_.+~%-]+\.deb$")
-
 
 def fingerprint(value, field):
     text = re.sub(r"\s+", "", str(value or "")).upper()
@@ -207,6 +208,8 @@ def check_params(params):
     params["dest"] = dest
     if not os.path.isdir(os.path.dirname(dest)):
         raise mirror.MirrorError("dest: the directory %s above it does not exist" % os.path.dirname(dest))
+    if os.path.lexists(dest) and (os.path.islink(dest) or not os.path.isdir(dest)):
+        raise mirror.MirrorError("dest: %s is not a directory" % dest)  # build() renames it: not through a link
     for field in ("origin", "label"):
         if params[field] is not None and (not params[field].strip() or re.search(r"[\n\r\0]", params[field])):
             raise mirror.MirrorError("%s: one line of text, not %r" % (field, params[field]))
@@ -235,9 +238,8 @@ class Upstream:
             raise mirror.MirrorError("cannot fetch %s: %s" % (url, exc)) from None
 
     def package_url(self, stanza):
+        mirror.local_name(stanza)  # refuses a path out of upstream's directory
         path = stanza["Filename"]
-        if not _SAFE_PATH.match(path) or "/../" in "/" + path:
-            raise mirror.MirrorError("the index names an odd file %r for %s" % (path, stanza["Package"]))
         return self.base + (path[2:] if path.startswith("./") else path)
 
     def download(self, stanza, path):
@@ -321,7 +323,8 @@ def in_place(params, plan, site_gpg_check, workdir):
     key_file = os.path.join(workdir, "site.asc")
     mirror.write_file(key_file, plan.key_data)
     return mirror.signed_hashes_match(site_gpg_check, (key_file, params["signing_key"]), dest, plan.index_files,
-                                      workdir)
+                                      workdir, fields=mirror.release_fields(plan.release, params["origin"],
+                                                                            params["label"]))
 
 
 def build(params, upstream, site_gpg, plan):
