@@ -23,6 +23,8 @@ import tarfile
 import tempfile
 import time
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _pkgversion
+
 # A relation as apt writes it: name[:arch] [(op version)] [[arch list]] [<profile>]
 _RELATION = re.compile(
     r"^([a-z0-9][a-z0-9.+-]*)(?::[a-z0-9-]+)?\s*(?:\(\s*(<<|<=|=|>=|>>|<|>)\s*([^)\s<>=]+)\s*\))?\s*(?:\[[^\]]*\]\s*)?(?:<[^>]*>\s*)*$"
@@ -41,61 +43,12 @@ class MirrorError(Exception):
     """A refusal, said as it is: nothing of the mirror was changed."""
 
 
-# Debian's version order (Debian Policy 5.6.12, dpkg's verrevcmp).
-def _order(char):
-    if char == "~":
-        return -1
-    if char.isdigit():
-        return 0
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256
-
-
-def _compare_part(left, right):
-    i = j = 0
-    while i < len(left) or j < len(right):
-        first_diff = 0
-        while (i < len(left) and not left[i].isdigit()) or (j < len(right) and not right[j].isdigit()):
-            lc = _order(left[i]) if i < len(left) else 0
-            rc = _order(right[j]) if j < len(right) else 0
-            if lc != rc:
-                return lc - rc
-            i += 1
-            j += 1
-        while i < len(left) and left[i] == "0":
-            i += 1
-        while j < len(right) and right[j] == "0":
-            j += 1
-        while i < len(left) and left[i].isdigit() and j < len(right) and right[j].isdigit():
-            if not first_diff:
-                first_diff = ord(left[i]) - ord(right[j])
-            i += 1
-            j += 1
-        if i < len(left) and left[i].isdigit():
-            return 1
-        if j < len(right) and right[j].isdigit():
-            return -1
-        if first_diff:
-            return first_diff
-    return 0
-
-
-def _split_version(version):
-    epoch, rest = version.partition(":")[::2] if ":" in version else ("0", version)
-    if not re.match(r"\A[0-9]+\Z", epoch):
-        raise MirrorError("cannot read the version %r: its epoch is not a number" % version)
-    upstream, revision = rest.rpartition("-")[::2] if "-" in rest else (rest, "0")
-    return int(epoch), upstream, revision
-
-
 def compare_versions(left, right):
-    """<0, 0 or >0 as Debian orders the two versions."""
-    le, lu, lr = _split_version(left)
-    re_, ru, rr = _split_version(right)
-    if le != re_:
-        return le - re_
-    return _compare_part(lu, ru) or _compare_part(lr, rr)
+    """<0, 0 or >0 as Debian orders the two versions (dpkg's order, module_utils/_pkgversion.py)."""
+    try:
+        return _pkgversion.deb_compare(left, right)
+    except _pkgversion.VersionError as exc:
+        raise MirrorError("cannot read the version: %s" % exc) from None
 
 
 def satisfies(version, op, wanted):

@@ -10,8 +10,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.accelops.gpu.plugins.module_utils import _pkgversion
 from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
-from ansible_collections.accelops.gpu.plugins.plugin_utils import _pkgversion
 
 
 def _strings(value, name, what):

@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Install the collection tarball the way users install it: `ansible-galaxy collection install accelops.gpu` from a
 Galaxy server, here a stand-in that serves Galaxy's v3 API for this one tarball on 127.0.0.1 (the API root with its
 available versions, the collection, its versions and the version's metadata with the artifact's SHA256 and download
 URL), as Galaxy and Automation Hub answer them.
 
-Usage: tests/release/galaxy_install.py TARBALL COLLECTIONS_PATH
+Usage: python3 tests/release/galaxy_install.py TARBALL COLLECTIONS_PATH
 ansible-galaxy must be on PATH; the installed collection lands in COLLECTIONS_PATH/ansible_collections/accelops/gpu.
 """
 
@@ -39,9 +38,9 @@ def galaxy_tree(root, tarball, server):
         base: {"href": base, "namespace": namespace, "name": name, "created_at": "2026-01-01T00:00:00Z",
                "updated_at": "2026-01-01T00:00:00Z", "highest_version": {"href": base + "versions/%s/" % version,
                                                                          "version": version}},
-        base + "versions/": {"meta": {"count": 1}, "links": {"first": None, "previous": None, "next": None,
-                                                              "last": None},
-                             "data": [{"version": version, "href": base + "versions/%s/" % version}]},
+        base + "versions/": {
+            "meta": {"count": 1}, "links": {"first": None, "previous": None, "next": None, "last": None},
+            "data": [{"version": version, "href": base + "versions/%s/" % version}]},
         base + "versions/%s/" % version: {
             "href": base + "versions/%s/" % version, "namespace": {"name": namespace}, "collection": {"name": name},
             "version": version, "download_url": server + download, "signatures": [],

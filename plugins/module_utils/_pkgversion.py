@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Package versions ordered as the package managers order them: dpkg's order for Debian and Ubuntu, RPM's for EL.
+"""Private to the accelops.gpu collection: package versions ordered as the package managers order them, dpkg's order
+for Debian and Ubuntu, RPM's for EL (the roles' filters on the controller, apt_mirror on the machine it runs on).
 
 The algorithms are dpkg's ``dpkg_version_compare`` (lib/dpkg/version.c) and RPM's ``rpmvercmp`` with its version
 parser (rpmio/rpmvercmp.c, rpmio/rpmver.c, as ``rpm.vercmp`` answers). The controller has neither python-apt nor
 RPM's bindings in general (neither is on PyPI), so they are written here and tested against ``dpkg
---compare-versions`` and RPM's own ``rpm.vercmp`` on real version strings (tests/unit/plugins/plugin_utils).
+--compare-versions`` and RPM's own ``rpm.vercmp`` on real version strings (tests/unit/plugins/module_utils).
 Characters are classified as in the C locale (ASCII letters and digits only), as both tools do.
 """
 
@@ -74,6 +75,8 @@ def deb_parse(version):
     if not isinstance(version, str):
         raise VersionError("a version must be a string, got %s" % type(version).__name__)
     match = _DEB.match(version)
+    if match is not None and match.group("epoch") is None and ":" in version:
+        match = None  # dpkg reads what comes before the first colon as the epoch, which must be a number
     if match is None:
         raise VersionError("%r is not a Debian version ([epoch:]upstream[-revision], the upstream part starting with "
                            "a digit, of letters, digits and . + ~ - :)" % version)
