@@ -108,12 +108,11 @@ import glob
 import os
 import re
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
-from ansible_collections.accelops.gpu.plugins.module_utils import _runtimes
+from ansible_collections.accelops.gpu.plugins.module_utils import _files, _runtimes
 
 DEFAULT_PATHS = {"docker": "/etc/docker/daemon.json", "containerd": "/etc/containerd/config.toml",
                  "crio": "/etc/crio/crio.conf.d/99-nvidia.conf"}
@@ -172,23 +171,15 @@ def write(path, text, old=None):
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o755)
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        info = None
-    fd, temp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(to_bytes(text))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, stat.S_IMODE(info.st_mode) if info else 0o644)
-        if info is not None and os.geteuid() == 0:
-            os.chown(temp, info.st_uid, info.st_gid)
-        os.rename(temp, path)
-    except BaseException:
-        if os.path.lexists(temp):
-            os.unlink(temp)
-        raise
+        state = _files.current(path)
+    except _files.FilesError as exc:
+        raise Refused(str(exc)) from None
+    info = state["stat"] if state else None
+    # The collection's one atomic write (module_utils/_files.py): a temporary file beside it, renamed over it.
+    _files.put({"path": path, "kind": "content", "data": to_bytes(text),
+                "mode": stat.S_IMODE(info.st_mode) if info else 0o644,
+                "uid": info.st_uid if info and os.geteuid() == 0 else None,
+                "gid": info.st_gid if info and os.geteuid() == 0 else None}, state)
 
 
 def check_params(params):
