@@ -13,6 +13,7 @@ python "$root/tests/bench/site_rerun.py"
 python "$root/tests/bench/exporter.py"
 python "$root/tests/bench/exporter.py" --double
 python "$root/tests/bench/spark_discovery.py"
+python "$root/tests/bench/apt_mirror.py"
 # Last on the demo node: it leaves the node with accounting on.
 python "$root/tests/bench/slurm_srun.py" --accounting
 # A cluster of its own (a controller and five GPU nodes), started and removed here: about ten minutes.
