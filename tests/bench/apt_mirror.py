@@ -69,7 +69,7 @@ def synthetic_index(branches, releases, cudas):
 
 def median_ms(function, runs):
     times = []
-    for _ in range(runs):
+    for _run in range(runs):
         started = time.perf_counter()
         result = function()
         times.append((time.perf_counter() - started) * 1000)
