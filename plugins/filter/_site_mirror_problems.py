@@ -48,10 +48,9 @@ author:
 """
 
 EXAMPLES = r"""
-- name: Refuse a relative mirror directory and a short fingerprint
-  ansible.builtin.assert:
-    that: problems | length == 0
-    fail_msg: "{{ problems | join('; ') }}; nothing was changed."
+- name: Say what is wrong with a relative mirror directory and a short fingerprint (two lines)
+  ansible.builtin.debug:
+    msg: "{{ problems }}"
   vars:
     problems: >-
       {{ {'site_mirror_dir': 'mirror', 'site_mirror_gnupg_home': '/srv/keys/gnupg',
