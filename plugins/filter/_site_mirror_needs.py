@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The filter accelops.gpu._site_mirror_needs; its code is in plugin_utils/_site_mirror.py.
+"""The filter accelops.gpu._site_mirror_needs; its code is in plugin_utils/_site_mirror_filters.py.
 
 One file per filter, named after it, with its documentation inside: Galaxy lists a collection's filters by
 file name (every .py, and every documentation file that ansible-doc reads), so that a file of several
@@ -18,7 +18,9 @@ description:
     P(accelops.gpu.cuda_toolkit#role) and P(accelops.gpu.container_toolkit#role) roles install from NVIDIA's CUDA
     repository on Debian and Ubuntu, the driver's pinning packages among them, and the wheels of
     P(accelops.gpu.nvml_python#role) and P(accelops.gpu.gpu_monitoring#role).
-  - A variable from which no package can be named is an error naming the host and the variable.
+  - A node variable the roles would refuse (a wrong type, a value outside their choices, a driver release of
+    another branch, a default CUDA release not among the node's, an inventory template that cannot be rendered) is
+    a line of C(problems) naming the host and the variable, and names no package.
   - Used by the P(accelops.gpu.site_mirror#role) role.
 positional: _input
 options:
@@ -61,7 +63,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(apt) (each C(name), C(name=version) or C(name=GLOB)), C(preferences_from), C(wheels) and C(hosts).
+  description:
+    - C(apt) (each C(name), C(name=version) or C(name=GLOB)), C(preferences_from), C(wheels) and C(hosts).
+    - C(problems), one line per node variable the roles would refuse, naming the host and the variable; empty when
+      every variable could be read.
   type: dict
 """
 
