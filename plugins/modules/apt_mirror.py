@@ -168,6 +168,7 @@ key_file:
   sample: /srv/mirror/cuda/repos/debian12/x86_64/01234567.pub
 """
 
+import contextlib
 import gzip
 import hashlib
 import os
@@ -179,6 +180,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.accelops.gpu.plugins.module_utils import _apt_mirror as mirror
+
+# What a copy holds: the packages, the index, its signatures and the site's key.
+_OWN = re.compile(r"\A(?:[^/]+\.deb|Packages|Packages\.gz|Release|InRelease|Release\.gpg|[0-9a-f]{8}\.pub)\Z")
 
 
 def fingerprint(value, field):
@@ -210,6 +214,12 @@ def check_params(params):
         raise mirror.MirrorError("dest: the directory %s above it does not exist" % os.path.dirname(dest))
     if os.path.lexists(dest) and (os.path.islink(dest) or not os.path.isdir(dest)):
         raise mirror.MirrorError("dest: %s is not a directory" % dest)  # build() renames it: not through a link
+    if os.path.isdir(dest):
+        # dest is replaced whole: only a copy of this module's (packages, the index, the key) may be there.
+        foreign = sorted(name for name in os.listdir(dest) if not _OWN.match(name))
+        if foreign:
+            raise mirror.MirrorError("dest: %s holds files that are not a copy's (%s): give a directory of its own"
+                                     % (dest, ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")))
     for field in ("origin", "label"):
         if params[field] is not None and (not params[field].strip() or re.search(r"[\n\r\0]", params[field])):
             raise mirror.MirrorError("%s: one line of text, not %r" % (field, params[field]))
@@ -231,7 +241,8 @@ class Upstream:
 
     def fetch(self, url):
         try:
-            return self.open(url).read()
+            with contextlib.closing(self.open(url)) as response:
+                return response.read()
         except mirror.MirrorError:
             raise
         except Exception as exc:
@@ -245,9 +256,8 @@ class Upstream:
     def download(self, stanza, path):
         url = self.package_url(stanza)
         size, digest, written = int(stanza["Size"]), hashlib.sha256(), 0
-        response = self.open(url)
         try:
-            with open(path, "wb") as handle:
+            with contextlib.closing(self.open(url)) as response, open(path, "wb") as handle:
                 for block in iter(lambda: response.read(mirror._CHUNK), b""):
                     written += len(block)
                     if written > size:
@@ -347,7 +357,8 @@ def build(params, upstream, site_gpg, plan):
         release_path = os.path.join(staging, "Release")
         release = mirror.release_text(plan.release, plan.index_files, params["origin"], params["label"])
         mirror.write_file(release_path, release)
-        signer = ("--local-user", params["signing_key"] + "!", "--digest-algo", "SHA512")
+        # A key behind a passphrase fails at once (no prompt that nobody answers).
+        signer = ("--pinentry-mode", "error", "--local-user", params["signing_key"] + "!", "--digest-algo", "SHA512")
         site_gpg(*signer, "--armor", "--detach-sign", "--output", os.path.join(staging, "Release.gpg"), release_path)
         site_gpg(*signer, "--clearsign", "--output", os.path.join(staging, "InRelease"), release_path)
         for name in os.listdir(staging):
@@ -388,6 +399,15 @@ def run(module, params):
         if secret.returncode != 0 or not secret.stdout.startswith(b"sec"):
             raise mirror.MirrorError("signing_key: %s has no secret key in %s"
                                      % (params["signing_key"], params["gnupg_home"]))
+        # The key must sign without a prompt (no passphrase): tried before anything is downloaded.
+        probe = os.path.join(workdir, "probe")
+        mirror.write_file(probe, b"accelops.gpu apt_mirror\n")
+        tried = site_gpg("--pinentry-mode", "error", "--local-user", params["signing_key"] + "!", "--armor",
+                         "--detach-sign", "--output", probe + ".asc", probe, check=False)
+        if tried.returncode != 0:
+            raise mirror.MirrorError("signing_key: %s in %s cannot sign without a prompt (a key with a passphrase?): %s"
+                                     % (params["signing_key"], params["gnupg_home"],
+                                        tried.stderr.decode("utf-8", "replace").strip()[-300:]))
         key_data = site_gpg("--armor", "--export", params["signing_key"]).stdout
         key_name = params["signing_key"][-8:].lower() + ".pub"
         upstream = Upstream(params)

@@ -478,6 +478,43 @@ def test_a_dest_that_is_not_a_directory_is_refused_before_anything(module_result
     assert sorted(os.listdir(tmp_path)) == ["link", "plain"] and plain.read_text() == "a file"
 
 
+@pytest.mark.parametrize("check", [True, False])
+def test_a_dest_with_files_of_its_own_is_refused_before_anything(module_result, env, converged, tmp_path, check):
+    """dest is replaced whole: a directory that holds anything but a copy's files (the site's notes, another tool's
+    mirror) is refused, in check mode too, before upstream is asked."""
+    dest = tmp_path / "x86_64"
+    shutil.copytree(converged[0], dest)
+    (dest / "README.site").write_text("ours")
+    before = snapshot(dest)
+    del env.requests[:]
+    rc, result = run(module_result, env.args(dest), check=check)
+    assert rc == 1 and result["msg"] == (
+        "dest: %s holds files that are not a copy's (README.site): give a directory of its own; nothing was changed"
+        % dest), result
+    assert env.requests == []
+    assert_untouched(dest, before)
+
+
+def test_a_signing_key_behind_a_passphrase_is_refused_before_any_download(module_result, env, copy_of, tmp_path):
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    subprocess.run(["gpg", "--homedir", str(home), "--batch", "--pinentry-mode", "loopback", "--passphrase", "secret",
+                    "--quick-generate-key", "site <m@site.invalid>", "ed25519", "sign", "never"],
+                   check=True, capture_output=True)
+    try:
+        fingerprint = secret_fingerprint(home)
+        before = snapshot(copy_of)
+        del env.requests[:]
+        rc, result = run(module_result, env.args(copy_of, gnupg_home=str(home), signing_key=fingerprint))
+        assert rc == 1 and result["msg"].startswith(
+            "signing_key: %s in %s cannot sign without a prompt (a key with a passphrase?): " % (fingerprint, home))
+        assert result["msg"].endswith("; nothing was changed")
+        assert env.requests == []
+        assert_untouched(copy_of, before)
+    finally:
+        stop_agent(home)
+
+
 def test_the_signing_key_needs_its_secret_key(module_result, env, copy_of):
     """The upstream key is known to gpg (a public key) but the site's home has no secret of it."""
     before = snapshot(copy_of)
