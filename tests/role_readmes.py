@@ -71,10 +71,25 @@ def options_table(options):
     return lines
 
 
+# Roles that do not run on the GPU nodes: where their example runs, and the variables it must give.
+ELSEWHERE = {
+    "site_mirror": {"hosts": "localhost", "vars": {"site_mirror_gnupg_home": "/srv/keys/mirror-gnupg",
+                                                   "site_mirror_signing_key": "<the site key's fingerprint>"}},
+}
+
+
 def example(role, entry, spec):
     required = {name: option for name, option in (spec.get("options") or {}).items() if option.get("required")}
-    lines = ["```yaml", "- name: Apply %s.%s" % (NAMESPACE, role), "  hosts: gpu_nodes", "  become: true",
-             "  tasks:" if entry != "main" else "  roles:"]
+    elsewhere = ELSEWHERE.get(role, {}) if entry == "main" else {}
+    lines = ["```yaml", "- name: Apply %s.%s" % (NAMESPACE, role), "  hosts: %s" % elsewhere.get("hosts", "gpu_nodes")]
+    if not elsewhere:
+        lines.append("  become: true")
+    lines.append("  tasks:" if entry != "main" else "  roles:")
+    if elsewhere:
+        lines += ["    - role: %s.%s" % (NAMESPACE, role), "      vars:"]
+        lines += ["        %s: %s" % (name, value) for name, value in sorted(elsewhere["vars"].items())]
+        lines.append("```")
+        return lines
     if entry == "main":
         lines.append("    - role: %s.%s" % (NAMESPACE, role))
         indent = "      "
