@@ -36,8 +36,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reads upstream (and downloads the packages of O(preferences_from) into a temporary directory) and says
-      what would be copied.
+    details: Reads upstream and says what would be copied. The packages of O(preferences_from) are read from O(dest)
+      where the copy holds them (their SHA256 that of upstream's signed index), else downloaded into a temporary
+      directory.
   diff_mode:
     support: none
   idempotent:
@@ -286,8 +287,11 @@ def select(params, upstream, upstream_gpg, workdir):
         found = plain.candidates(name, "=" if wanted[name] else None, wanted[name] or None)
         if not found:
             plain.request(name, wanted[name])  # says what the repository has
-        path = os.path.join(workdir, mirror.local_name(found[-1]))
-        upstream.download(found[-1], path)
+        # The copy in place, where it is that very package (its SHA256 in upstream's signed index); else upstream's.
+        path = os.path.join(params["dest"], mirror.local_name(found[-1]))
+        if os.path.islink(path) or not mirror.file_matches(path, found[-1]):
+            path = os.path.join(workdir, mirror.local_name(found[-1]))
+            upstream.download(found[-1], path)
         pins += mirror.parse_pins(mirror.deb_preferences(path))
     selection = mirror.Selection(index, pins, params["recommends"], exempt=params["preferences_from"])
     for name, version in params["requests"]:
