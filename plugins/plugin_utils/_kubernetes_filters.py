@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Kubernetes filters (GPU Feature Discovery's node labels from the GPU facts, Node Feature Discovery's feature file;
-internal: the health check's cordons), each documented in its own <name>.yml."""
+internal: the health check's and the maintenance's cordons), each documented in its own <name>.yml."""
 
 from __future__ import annotations
 
@@ -44,7 +44,23 @@ def _kubectl_steps(actions, kubectl="kubectl", kubeconfig=""):
     return _kubernetes_health.kubectl_steps(actions, kubectl, kubeconfig)
 
 
+@filter_errors("_kubernetes_maintenance", KubernetesError)
+def _kubernetes_maintenance(listing, node, action, reason=None, *, scope="", kubectl="kubectl", kubeconfig=""):
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _kubernetes_health
+
+    return _kubernetes_health.maintenance_action(listing, node, action, reason, scope=scope, kubectl=kubectl,
+                                                 kubeconfig=kubeconfig)
+
+
+@filter_errors("_kubernetes_gpu_pods", KubernetesError)
+def _kubernetes_gpu_pods(listing):
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _kubernetes_health
+
+    return _kubernetes_health.gpu_pods(listing)
+
+
 class FilterModule:
     def filters(self):
         return {"gpu_feature_labels": gpu_feature_labels, "nfd_feature_file": nfd_feature_file,
-                "_kubernetes_health_actions": _kubernetes_health_actions, "_kubectl_steps": _kubectl_steps}
+                "_kubernetes_health_actions": _kubernetes_health_actions, "_kubectl_steps": _kubectl_steps,
+                "_kubernetes_maintenance": _kubernetes_maintenance, "_kubernetes_gpu_pods": _kubernetes_gpu_pods}

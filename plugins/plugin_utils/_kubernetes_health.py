@@ -7,6 +7,9 @@ A node whose verdict reaches the threshold is cordoned, with the findings in an 
 (the mark that it was this check that cordoned it); a node that the check cordoned is uncordoned once it is healthy.
 A node cordoned by anyone else (no mark), a node without a verdict (unreachable, NVML failing) and a node Kubernetes
 does not know are left as they are: no news is never good news.
+
+Maintenance (a driver upgrade) cordons a node with a mark of its own, accelops.gpu/maintenance, and waits until no pod
+on it holds a GPU; while that mark is on a cordoned node the health check leaves the node to the maintenance.
 """
 
 from __future__ import annotations
@@ -19,32 +22,43 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_nodes import (
     HEALTH_SEVERITIES,
     _health_reason,
     check_verdicts,
+    one_line,
 )
 
 ANNOTATION = "accelops.gpu/health"
+MAINTENANCE = "accelops.gpu/maintenance"
+# Resources that hold a GPU or a part of one: nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb, ...
+GPU_RESOURCE = "nvidia.com/"
 # RFC 1123 subdomain: what Kubernetes allows as a node name.
 NODE_NAME = re.compile(r"\A(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
-def parse_nodes(listing):
-    """{name: {unschedulable, mark}} from ``kubectl get nodes -o json`` (its text or the parsed object)."""
+def _items(listing, kind):
+    """(item, its metadata) of each item of ``kubectl get <kind> -o json`` (its text or the parsed object)."""
     if isinstance(listing, str):
         try:
             listing = json.loads(listing)
         except ValueError as exc:
-            raise KubernetesError("nodes must be what kubectl get nodes -o json printed: %s" % exc) from None
+            raise KubernetesError("%s must be what kubectl get %s -o json printed: %s" % (kind, kind, exc)) from None
     if not isinstance(listing, dict) or not isinstance(listing.get("items"), list):
-        raise KubernetesError("nodes must be what kubectl get nodes -o json printed (a List with items)")
-    nodes = {}
+        raise KubernetesError("%s must be what kubectl get %s -o json printed (a List with items)" % (kind, kind))
     for item in listing["items"]:
         meta = item.get("metadata") if isinstance(item, dict) else None
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            raise KubernetesError("nodes: an item without metadata.name")
+            raise KubernetesError("%s: an item without metadata.name" % kind)
+        yield item, meta
+
+
+def parse_nodes(listing):
+    """{name: {unschedulable, mark}} from ``kubectl get nodes -o json`` (its text or the parsed object)."""
+    nodes = {}
+    for item, meta in _items(listing, "nodes"):
         annotations = meta.get("annotations") or {}
         spec = item.get("spec") or {}
         if not isinstance(annotations, dict) or not isinstance(spec, dict):
             raise KubernetesError("nodes: %s has annotations or a spec that is not a mapping" % meta["name"])
-        nodes[meta["name"]] = {"unschedulable": spec.get("unschedulable") is True, "mark": annotations.get(ANNOTATION)}
+        nodes[meta["name"]] = {"unschedulable": spec.get("unschedulable") is True, "mark": annotations.get(ANNOTATION),
+                               "maintenance": annotations.get(MAINTENANCE)}
     return nodes
 
 
@@ -69,6 +83,9 @@ def health_actions(listing, verdicts, cordon_on="critical"):
             continue
         if entry["verdict"] not in HEALTH_SEVERITIES:
             continue
+        if node["unschedulable"] and node["maintenance"] is not None:
+            # Taken out for maintenance (a driver upgrade): the maintenance gives it back, not the health check.
+            continue
         ours = node["mark"] is not None
         if HEALTH_SEVERITIES.index(entry["verdict"]) >= HEALTH_SEVERITIES.index(cordon_on):
             # One printable line of at most 200 characters, as Slurm's drain reasons, for `kubectl describe node`.
@@ -86,14 +103,10 @@ def health_actions(listing, verdicts, cordon_on="critical"):
 def kubectl_steps(actions, kubectl="kubectl", kubeconfig=""):
     """The kubectl commands of the actions, in order: [{node, action, reason, argv}], one per command; an action
     missing is kept without argv (it is said, not done)."""
-    if not isinstance(kubectl, str) or not kubectl or any(c in kubectl for c in "\0\n\r"):
-        raise KubernetesError("kubectl must be a path on one line, got %r" % (kubectl,))
-    if not isinstance(kubeconfig, str) or any(c in kubeconfig for c in "\0\n\r"):
-        raise KubernetesError("kubeconfig must be a path on one line, got %r" % (kubeconfig,))
+    base = _base(kubectl, kubeconfig)
     if not isinstance(actions, list) or not all(isinstance(a, dict) and isinstance(a.get("node"), str)
                                                 for a in actions):
         raise KubernetesError("actions must be the list that _kubernetes_health_actions gives, got %r" % (actions,))
-    base = [kubectl] + (["--kubeconfig", kubeconfig] if kubeconfig else [])
     steps = []
     for action in actions:
         node, what, reason = action["node"], action.get("action"), action.get("reason")
@@ -112,3 +125,106 @@ def kubectl_steps(actions, kubectl="kubectl", kubeconfig=""):
         steps.extend({"node": node, "action": what, "reason": reason, "argv": None if argv is None else base + argv}
                      for argv in argvs[what])
     return steps
+
+
+def _base(kubectl, kubeconfig):
+    if not isinstance(kubectl, str) or not kubectl or any(c in kubectl for c in "\0\n\r"):
+        raise KubernetesError("kubectl must be a path on one line, got %r" % (kubectl,))
+    if not isinstance(kubeconfig, str) or any(c in kubeconfig for c in "\0\n\r"):
+        raise KubernetesError("kubeconfig must be a path on one line, got %r" % (kubeconfig,))
+    return [kubectl] + (["--kubeconfig", kubeconfig] if kubeconfig else [])
+
+
+def maintenance_action(listing, node, action, reason=None, *, scope="", kubectl="kubectl", kubeconfig=""):
+    """What to tell Kubernetes to take one node out of service for maintenance (action cordon) or to give it back
+    (uncordon), from ``kubectl get nodes -o json``.
+
+    holder says who had cordoned the node: none (it is schedulable), maintenance (this maintenance: the mark
+    accelops.gpu/maintenance, whose text starts with scope), health (the health check's mark alone), other (a person,
+    another tool, or another maintenance of this collection). cordon: the mark first, then the cordon, so that a node is
+    never cordoned without it; a node the health check cordoned is taken over (its mark gives way to the maintenance's);
+    a node held by anyone else stays theirs. uncordon: only a node held by this maintenance is uncordoned, then its
+    mark removed. Returns {node, holder, unschedulable, mark, argvs (kubectl commands, in order; empty when nothing is
+    to be done)}."""
+    if action not in ("cordon", "uncordon"):
+        raise KubernetesError("action must be cordon or uncordon, got %r" % (action,))
+    if not isinstance(node, str) or not NODE_NAME.match(node):
+        raise KubernetesError("node must be a Kubernetes node name (lower-case letters, digits, - and .), got %r"
+                              % (node,))
+    if not isinstance(scope, str) or scope != one_line(scope, 64):
+        raise KubernetesError("scope must be one line of at most 64 printable characters, got %r" % (scope,))
+    wanted = None
+    if action == "cordon":
+        wanted = one_line(reason) if isinstance(reason, str) else ""
+        if not wanted:
+            raise KubernetesError("reason: a cordon for maintenance needs a reason (printable text), got %r"
+                                  % (reason,))
+        if not wanted.startswith(scope):
+            raise KubernetesError("reason: %r does not start with the maintenance's scope %r" % (wanted, scope))
+    base = _base(kubectl, kubeconfig)
+    found = parse_nodes(listing).get(node)
+    if found is None:
+        raise KubernetesError("Kubernetes does not know the node %s" % node)
+    mark = found["maintenance"]
+    mine = isinstance(mark, str) and mark.startswith(scope)
+    if not found["unschedulable"]:
+        holder = "none"
+    elif mark is not None:
+        holder = "maintenance" if mine else "other"
+    else:
+        holder = "health" if found["mark"] is not None else "other"
+    annotate = ["annotate", "--overwrite", "node", node, "%s=%s" % (MAINTENANCE, wanted)]
+    unmark = ["annotate", "node", node, MAINTENANCE + "-"]
+    argvs = []
+    if action == "cordon":
+        if holder == "none":
+            argvs = [annotate, ["cordon", node]]
+        elif holder == "maintenance" and mark != wanted:
+            argvs = [annotate]
+        elif holder == "health":
+            argvs = [annotate, ["annotate", "node", node, ANNOTATION + "-"]]
+    elif holder == "maintenance":
+        argvs = [["uncordon", node], unmark]
+    elif holder == "none" and mine:
+        # Someone uncordoned the node while it was held: the mark alone is left, and goes.
+        argvs = [unmark]
+    return {"node": node, "holder": holder, "unschedulable": found["unschedulable"], "mark": mark,
+            "argvs": [base + argv for argv in argvs]}
+
+
+def _gpu_requests(container):
+    resources = container.get("resources") if isinstance(container, dict) else None
+    held = {}
+    for kind in ("limits", "requests"):
+        amounts = (resources or {}).get(kind) if isinstance(resources, dict) else None
+        for name, amount in (amounts or {}).items() if isinstance(amounts, dict) else ():
+            if isinstance(name, str) and name.startswith(GPU_RESOURCE) and str(amount).strip() not in ("0", ""):
+                held[name] = str(amount)
+    return held
+
+
+def gpu_pods(listing):
+    """The pods that hold a GPU on a node, from ``kubectl get pods -o json``: each "<namespace>/<name> (<resource>=<n>,
+    ...)", in order. A pod holds a GPU while it has not ended (phase neither Succeeded nor Failed; a pod being deleted
+    still runs) and one of its containers asks for an nvidia.com/ resource (a GPU, a MIG device, a shared GPU). Pods of
+    a DaemonSet are not counted: they never end, and kubectl drain leaves them too (their work on the GPUs is seen
+    through NVML)."""
+    held = []
+    for item, meta in _items(listing, "pods"):
+        status = item.get("status") or {}
+        spec = item.get("spec") or {}
+        if not isinstance(status, dict) or not isinstance(spec, dict):
+            raise KubernetesError("pods: %s has a status or a spec that is not a mapping" % meta["name"])
+        if status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        owners = meta.get("ownerReferences") or []
+        if any(isinstance(owner, dict) and owner.get("kind") == "DaemonSet" for owner in owners):
+            continue
+        resources = {}
+        for key in ("initContainers", "containers"):
+            for container in spec.get(key) or []:
+                resources.update(_gpu_requests(container))
+        if resources:
+            held.append(one_line("%s/%s (%s)" % (meta.get("namespace") or "default", meta["name"], ", ".join(
+                "%s=%s" % pair for pair in sorted(resources.items())))))
+    return held

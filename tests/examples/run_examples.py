@@ -108,6 +108,8 @@ SETUP = {
     "plugins/filter/_slurm_node_problems.py": {"programs": _SCONTROL_IDLE, "why": _SLURM_WHY},
     "plugins/filter/_slurm_foreign_scripts.py": {"skip": "reads /etc/slurm/slurm.conf, which only a Slurm node has"},
     "plugins/filter/_kubernetes_health_actions.py": {"skip": "needs kubectl and a Kubernetes cluster"},
+    "plugins/filter/_kubernetes_maintenance.py": {"skip": "needs kubectl and a Kubernetes cluster"},
+    "plugins/filter/_kubernetes_gpu_pods.py": {"skip": "needs kubectl and a Kubernetes cluster"},
     "plugins/filter/_dcgm_diag_problems.py": {"skip": "needs NVIDIA DCGM (dcgmi) and its host engine"},
     "plugins/filter/_dkms_unbuilt.py": {"skip": "needs DKMS, which the driver's packages bring"},
     "plugins/filter/_apt_outdated.py": {"skip": "installs the driver's packages, which only NVIDIA's CUDA repository "

@@ -1,10 +1,11 @@
 """playbooks/kubernetes_health.yml against a recorded fake kubectl, on a simulated fleet.
 
-No API server runs here: kubectl is a stand-in (below) that keeps the nodes of a cluster in a JSON file, answers `get
-nodes --output json` in the shape of kubectl 1.31's (a List of Node objects with metadata.annotations and
-spec.unschedulable), does `cordon`, `uncordon` and `annotate` on that file as the API server would (NotFound for an
-unknown node), and records every command. The GPU nodes are the controller itself (a local connection each), each with
-its own NVML fixture through a Python that sets FAKE_NVML_FIXTURE: the verdicts come from the real gpu_health.
+No API server runs here: kubectl is a stand-in (tests/sim/host/fake-kubectl.py) that keeps the nodes of a cluster in a
+JSON file, answers `get nodes --output json` in the shape of kubectl 1.31's (a List of Node objects with
+metadata.annotations and spec.unschedulable), does `cordon`, `uncordon` and `annotate` on that file as the API server
+would (NotFound for an unknown node), and records every command. The GPU nodes are the controller itself (a local
+connection each), each with its own NVML fixture through a Python that sets FAKE_NVML_FIXTURE: the verdicts come from
+the real gpu_health.
 """
 
 from __future__ import annotations
@@ -20,52 +21,8 @@ from simnode import FAKENVML, FIXTURES, ROOT, ansible_env, expose_collection
 
 expose_collection()
 
-FAKE_KUBECTL = r'''#!%(python)s
-import json, os, sys
-state_path, log_path = os.environ["FAKE_KUBE_STATE"], os.environ["FAKE_KUBE_LOG"]
-argv = sys.argv[1:]
-with open(log_path, "a") as log:
-    log.write(json.dumps(argv) + "\n")
-if argv[:1] == ["--kubeconfig"]:
-    argv = argv[2:]
-with open(state_path) as handle:
-    nodes = json.load(handle)
-
-def node(name):
-    for item in nodes:
-        if item["metadata"]["name"] == name:
-            return item
-    sys.stderr.write('Error from server (NotFound): nodes "%%s" not found\n' %% name)
-    sys.exit(1)
-
-if argv == ["get", "nodes", "--output", "json"]:
-    print(json.dumps({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": nodes}))
-    sys.exit(0)
-if len(argv) == 2 and argv[0] in ("cordon", "uncordon"):
-    item = node(argv[1])
-    if argv[0] == "cordon":
-        item["spec"]["unschedulable"] = True
-    else:
-        item["spec"].pop("unschedulable", None)
-    print("node/%%s %%s" %% (argv[1], argv[0] + "ed"))
-elif argv[:1] == ["annotate"] and argv[-3] == "node":
-    item = node(argv[-2])
-    key, _, value = argv[-1].partition("=")
-    notes = item["metadata"].setdefault("annotations", {})
-    if key.endswith("-") and not value:
-        notes.pop(key[:-1], None)
-    elif key in notes and "--overwrite" not in argv:
-        sys.stderr.write("error: --overwrite is false but found the following declared annotation(s): '%%s'\n" %% key)
-        sys.exit(1)
-    else:
-        notes[key] = value
-    print("node/%%s annotated" %% argv[-2])
-else:
-    sys.stderr.write("fake kubectl: not recorded: %%r\n" %% argv)
-    sys.exit(2)
-with open(state_path, "w") as handle:
-    json.dump(nodes, handle)
-'''
+# kubectl: tests/sim/host/fake-kubectl.py, run by the controller's Python.
+FAKE_KUBECTL = "#!/bin/sh\nexec %(python)s %(script)s \"$@\"\n"
 
 # Each node's Python: the controller's, with the node's fixture.
 PYTHON = "#!/bin/sh\nFAKE_NVML_FIXTURE=%(fixture)s exec %(python)s \"$@\"\n"
@@ -113,7 +70,8 @@ def fleet(tmp_path):
         pytest.fail("build the fake NVML first: make units")
     (tmp_path / "bin").mkdir()
     kubectl = tmp_path / "bin" / "kubectl"
-    kubectl.write_text(FAKE_KUBECTL % {"python": sys.executable})
+    kubectl.write_text(FAKE_KUBECTL % {"python": sys.executable,
+                                       "script": ROOT / "tests" / "sim" / "host" / "fake-kubectl.py"})
     kubectl.chmod(0o755)
     for fixture in ("dgx-h100", "gpu-lost", "busy", "pcie-l40s"):
         python = tmp_path / ("python-%s" % fixture)

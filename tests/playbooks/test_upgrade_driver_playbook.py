@@ -65,3 +65,30 @@ def test_bad_settings_are_refused_before_any_node_is_read(tmp_path, extra, gpu02
     assert "Nothing was changed." in out
     # The checks come first: the driver role's plan never ran, so no node was read.
     assert "Work out whether the driver would change" not in out, out[-3000:]
+
+
+K8S = {"upgrade_driver_scheduler": "kubernetes"}
+
+
+@pytest.mark.parametrize("extra, gpu02, message", [
+    ({"upgrade_driver_scheduler": "pbs"}, {}, 'upgrade_driver_scheduler must be slurm or kubernetes, got "pbs"'),
+    (K8S, {"kubernetes_node_name": "GPU_02"}, "a Kubernetes node name (got gpu01, GPU_02)"),
+    (K8S, {"kubernetes_node_name": "gpu01"}, "each node its own kubernetes_node_name"),
+    (dict(K8S, kubernetes_kubeconfig="/tmp/a\nb"), {},
+     "kubernetes_kubectl and kubernetes_kubeconfig paths on one line"),
+    (dict(K8S, kubernetes_kubectl=""), {}, "kubernetes_kubectl and kubernetes_kubeconfig paths on one line"),
+    (dict(K8S, kubernetes_maintenance_timeout=0), {}, 'kubernetes_maintenance_timeout must be seconds, more than 0'),
+    (dict(K8S, kubernetes_maintenance_poll="10s"), {}, 'kubernetes_maintenance_poll must be seconds, more than 0'),
+    (dict(K8S, kubernetes_maintenance_evict="maybe"), {}, 'kubernetes_maintenance_evict must be true or false'),
+])
+def test_bad_kubernetes_settings_are_refused_before_any_node_is_read(tmp_path, extra, gpu02, message):
+    # No Slurm controller: a Kubernetes upgrade does not need one.
+    (tmp_path / "inventory.yml").write_text((INVENTORY % {"gpu02": json.dumps(gpu02), "controllers": "{}"}).replace(
+        "  hosts:\n    {}\n", "  hosts: {}\n"))
+    run = subprocess.run(
+        ["ansible-playbook", "-i", "inventory.yml", "accelops.gpu.upgrade_driver", "-e", json.dumps(extra)],
+        cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)
+    out = (run.stdout + run.stderr).replace("\\n", "\n").replace('\\"', '"').replace("\n", " ")
+    assert run.returncode == 2, out[-3000:]
+    assert message in out and "Nothing was changed." in out, out[-3000:]
+    assert "Work out whether the driver would change" not in out, out[-3000:]

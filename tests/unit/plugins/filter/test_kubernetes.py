@@ -181,7 +181,8 @@ def test_every_fixture_has_its_expected_labels():
 
 def test_filters_are_registered():
     filters = FilterModule().filters()
-    assert set(filters) == {"gpu_feature_labels", "nfd_feature_file", "_kubernetes_health_actions", "_kubectl_steps"}
+    assert set(filters) == {"gpu_feature_labels", "nfd_feature_file", "_kubernetes_health_actions", "_kubectl_steps",
+                            "_kubernetes_maintenance", "_kubernetes_gpu_pods"}
     assert (filters["gpu_feature_labels"], filters["nfd_feature_file"]) == (gpu_feature_labels, nfd_feature_file)
 
 

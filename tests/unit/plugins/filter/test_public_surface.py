@@ -39,7 +39,7 @@ INTERNAL = {
     "_site_mirror_problems",
     "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_gres_mismatch",
     "_slurm_health_actions", "_slurm_maintenance", "_slurm_node_problems", "_slurm_site_scripts",
-    "_kubernetes_health_actions", "_kubectl_steps",
+    "_kubernetes_health_actions", "_kubectl_steps", "_kubernetes_maintenance", "_kubernetes_gpu_pods",
 }
 # Where the collection calls its own filters.
 CALLERS = ("roles", "playbooks")
