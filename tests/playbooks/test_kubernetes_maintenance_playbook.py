@@ -111,14 +111,31 @@ def test_eviction_drains_the_node_then_nothing_holds_a_gpu(cluster):
 
 
 def test_a_disruption_budget_that_stops_the_eviction_is_said(cluster):
-    pods = [pod("serve", labels={"fake-kubectl/pdb": "block"}, **GPU)]
+    # The drain evicts what it may before the budget stops it: the message does not say that nothing changed.
+    pods = [pod("train", **GPU), pod("serve", labels={"fake-kubectl/pdb": "block"}, **GPU)]
     done, calls, after, left = cluster([node("gpu01")], pods, __k8s_maintenance_action="cordon",
                                        __k8s_maintenance_reason=UPGRADE, kubernetes_maintenance_evict=True)
     out = (done.stdout + done.stderr).replace('\\"', '"').replace("\n", " ")
     assert done.returncode == 2, out[-3000:]
     assert "kubectl drain gpu01 failed: error when evicting pods/\"serve\"" in out
-    assert "disruption budget" in out and "The node stays cordoned; nothing else was changed." in out
+    assert "disruption budget" in out
+    assert ("The node stays cordoned; the pods that kubectl evicted before it stopped are gone, nothing else was "
+            "changed.") in out, out[-3000:]
     assert ["get", "pods"] not in calls and left == ["serve"] and after["gpu01"]["spec"] == {"unschedulable": True}
+
+
+def test_pods_left_after_the_eviction_are_said_with_the_eviction(cluster):
+    # A static pod (its mirror in the API) is not evicted by kubectl drain and holds its GPU until its manifest goes.
+    static = pod("static-infer", owner="Node", **GPU)
+    static["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "0f3c"}
+    done, calls, _after, left = cluster([node("gpu01")], [pod("train", **GPU), static],
+                                        __k8s_maintenance_action="cordon", __k8s_maintenance_reason=UPGRADE,
+                                        kubernetes_maintenance_evict=True)
+    out = (done.stdout + done.stderr).replace("\n", " ")
+    assert done.returncode == 2, out[-3000:]
+    assert "Pods still hold GPUs of gpu01 after 2 s: ml/static-infer (nvidia.com/gpu=1)." in out, out[-3000:]
+    assert "The node stays cordoned, its pods evicted; nothing else was changed." in out, out[-3000:]
+    assert left == ["static-infer"] and ["drain", "gpu01"] in calls
 
 
 def test_a_persons_cordon_stays_theirs(cluster):

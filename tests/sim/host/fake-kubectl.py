@@ -7,7 +7,8 @@ It keeps a cluster in two JSON files: FAKE_KUBE_STATE, the nodes (a list of Node
   get pods --all-namespaces --field-selector spec.nodeName=N --output json
   cordon N, uncordon N                                            spec.unschedulable
   annotate [--overwrite] node N KEY=VALUE | KEY-                   metadata.annotations, as the API server checks it
-  drain N --ignore-daemonsets --delete-emptydir-data --timeout=Ts cordons, evicts every pod of N but a DaemonSet's;
+  drain N --ignore-daemonsets --delete-emptydir-data --timeout=Ts cordons, evicts every pod of N but a DaemonSet's
+                                                                  and a static pod's mirror (kubectl skips those);
                                                                   a pod labelled fake-kubectl/pdb=block is refused
                                                                   (a PodDisruptionBudget) and the drain fails
 NotFound for an unknown node, as the API server says it. Every command is recorded, one JSON list per line, in
@@ -85,7 +86,8 @@ def main(argv):
         evicted, blocked = [], []
         for pod in pods:
             owners = pod["metadata"].get("ownerReferences") or []
-            if pod["spec"].get("nodeName") != argv[1] or any(o.get("kind") == "DaemonSet" for o in owners):
+            mirror = "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
+            if pod["spec"].get("nodeName") != argv[1] or mirror or any(o.get("kind") == "DaemonSet" for o in owners):
                 continue
             if (pod["metadata"].get("labels") or {}).get("fake-kubectl/pdb") == "block":
                 blocked.append(pod)
