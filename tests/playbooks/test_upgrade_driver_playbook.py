@@ -73,6 +73,8 @@ K8S = {"upgrade_driver_scheduler": "kubernetes"}
 @pytest.mark.parametrize("extra, gpu02, message", [
     ({"upgrade_driver_scheduler": "pbs"}, {}, 'upgrade_driver_scheduler must be slurm or kubernetes, got "pbs"'),
     (K8S, {"kubernetes_node_name": "GPU_02"}, "a Kubernetes node name (got gpu01, GPU_02)"),
+    (K8S, {"kubernetes_node_name": 42}, "a Kubernetes node name (got gpu01, 42)"),
+    (K8S, {"kubernetes_node_name": "g" * 254}, "a Kubernetes node name (got gpu01, ggg"),
     (K8S, {"kubernetes_node_name": "gpu01"}, "each node its own kubernetes_node_name"),
     (dict(K8S, kubernetes_kubeconfig="/tmp/a\nb"), {},
      "kubernetes_kubectl and kubernetes_kubeconfig paths on one line"),
