@@ -16,6 +16,8 @@ version_added: 0.1.0
 description:
   - Each pod that has not ended (phase neither C(Succeeded) nor C(Failed)) and whose containers ask for an
     C(nvidia.com/) resource (a GPU, a MIG device, a shared GPU), as C(<namespace>/<name> (<resource>=<amount>, ...)).
+  - The amount is the whole pod's, as the scheduler counts it - its containers and sidecars added up, or one init
+    container's where that one asks for more.
   - Pods of a DaemonSet are left out, as C(kubectl drain) leaves them; their work on the GPUs is seen through NVML.
   - Text that is not C(kubectl get pods --output json) is refused.
 positional: _input

@@ -193,14 +193,39 @@ def maintenance_action(listing, node, action, reason=None, *, scope="", kubectl=
 
 
 def _gpu_requests(container):
+    """{resource: amount} of the nvidia.com/ resources a container asks for; a count as a number, anything else (which
+    the API server would not take) as its text."""
     resources = container.get("resources") if isinstance(container, dict) else None
     held = {}
     for kind in ("limits", "requests"):
         amounts = (resources or {}).get(kind) if isinstance(resources, dict) else None
         for name, amount in (amounts or {}).items() if isinstance(amounts, dict) else ():
-            if isinstance(name, str) and name.startswith(GPU_RESOURCE) and str(amount).strip() not in ("0", ""):
-                held[name] = str(amount)
+            text = str(amount).strip()
+            count = int(text) if text.isascii() and text.isdecimal() else text
+            if isinstance(name, str) and name.startswith(GPU_RESOURCE) and count not in (0, ""):
+                held[name] = count
     return held
+
+
+def _pod_gpus(spec):
+    """What a pod holds of each nvidia.com/ resource, as the scheduler counts it: its containers' and its sidecars'
+    (init containers that keep running) added up, or one init container's where that one asks for more."""
+    running, init = {}, {}
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            keeps = key == "containers" or (isinstance(container, dict) and container.get("restartPolicy") == "Always")
+            into = running if keeps else init
+            for name, amount in _gpu_requests(container).items():
+                before = into.get(name, 0)
+                if isinstance(amount, int) and isinstance(before, int):
+                    into[name] = before + amount if keeps else max(before, amount)
+                else:
+                    into[name] = amount
+    for name, amount in init.items():
+        before = running.get(name, 0)
+        if not (isinstance(amount, int) and isinstance(before, int) and before >= amount):
+            running[name] = amount
+    return running
 
 
 def gpu_pods(listing):
@@ -220,10 +245,7 @@ def gpu_pods(listing):
         owners = meta.get("ownerReferences") or []
         if any(isinstance(owner, dict) and owner.get("kind") == "DaemonSet" for owner in owners):
             continue
-        resources = {}
-        for key in ("initContainers", "containers"):
-            for container in spec.get(key) or []:
-                resources.update(_gpu_requests(container))
+        resources = _pod_gpus(spec)
         if resources:
             held.append(one_line("%s/%s (%s)" % (meta.get("namespace") or "default", meta["name"], ", ".join(
                 "%s=%s" % pair for pair in sorted(resources.items())))))

@@ -201,6 +201,29 @@ def test_gpu_pods_are_the_running_pods_that_ask_for_nvidia_resources():
     assert gpu_pods({"kind": "List", "items": []}) == []
 
 
+def test_gpu_pods_count_what_the_whole_pod_holds():
+    def limits(amount, **extra):
+        return dict(extra, resources={"limits": {"nvidia.com/gpu": amount}})
+
+    def spec(containers, init=()):
+        return {"metadata": {"name": "p"}, "spec": {"containers": containers, "initContainers": list(init)}}
+
+    cases = [
+        # Two containers with a GPU each hold two.
+        (spec([limits("1"), limits(1), {}]), "nvidia.com/gpu=2"),
+        # An init container runs before them: the larger of the two counts.
+        (spec([limits(1)], [limits(4)]), "nvidia.com/gpu=4"),
+        (spec([limits(2), limits(1)], [limits(2)]), "nvidia.com/gpu=3"),
+        # A sidecar (an init container that keeps running) holds its GPU beside the containers.
+        (spec([limits(1)], [limits(1, restartPolicy="Always")]), "nvidia.com/gpu=2"),
+        (spec([limits("00"), limits(1)]), "nvidia.com/gpu=1"),
+        # What is not a count is said as it stands.
+        (spec([limits("1"), limits("2x")]), "nvidia.com/gpu=2x"),
+    ]
+    for item, said in cases:
+        assert gpu_pods({"items": [item]}) == ["default/p (%s)" % said], item
+
+
 @pytest.mark.parametrize("text, message", [
     ("No resources found", "pods must be what kubectl get pods -o json printed"),
     ('{"items": 3}', "a List with items"),
