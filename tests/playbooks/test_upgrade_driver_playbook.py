@@ -9,8 +9,10 @@ import json
 import subprocess
 
 import pytest
+import yaml
+from rolevars import Batch
 
-from simnode import UNREACHABLE_NODES, ansible_env, expose_collection
+from simnode import ROOT, UNREACHABLE_NODES, ansible_env, expose_collection
 
 expose_collection()
 
@@ -94,3 +96,26 @@ def test_bad_kubernetes_settings_are_refused_before_any_node_is_read(tmp_path, e
     assert run.returncode == 2, out[-3000:]
     assert message in out and "Nothing was changed." in out, out[-3000:]
     assert "Work out whether the driver would change" not in out, out[-3000:]
+
+
+UPGRADE_PLAY = yaml.safe_load((ROOT / "playbooks" / "upgrade_driver.yml").read_text())[1]
+WAITS = Batch()
+
+
+def wait_case(variables):
+    return WAITS.add([], variables, [("wait", "{{ __upgrade_driver_wait }}"), ("poll", "{{ __upgrade_driver_poll }}")],
+                     task_vars=UPGRADE_PLAY["vars"])
+
+
+@pytest.mark.parametrize("key, wait, poll", [
+    (wait_case({}), 3600, 10),
+    (wait_case({"slurm_maintenance_timeout": 900, "slurm_maintenance_poll": 30, "kubernetes_maintenance_timeout": 60}),
+     900, 30),
+    # A Kubernetes upgrade's wait for NVML's compute processes follows the Kubernetes settings, not Slurm's.
+    (wait_case({"upgrade_driver_scheduler": "kubernetes"}), 3600, 10),
+    (wait_case({"upgrade_driver_scheduler": "kubernetes", "kubernetes_maintenance_timeout": 600,
+                "kubernetes_maintenance_poll": 5, "slurm_maintenance_timeout": 7200, "slurm_maintenance_poll": 0}),
+     600, 5),
+])
+def test_the_wait_for_the_gpus_follows_the_schedulers_settings(key, wait, poll):
+    assert WAITS[key] == {"wait": wait, "poll": poll}
