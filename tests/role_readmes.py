@@ -75,6 +75,8 @@ def options_table(options):
 ELSEWHERE = {
     "site_mirror": {"hosts": "localhost", "vars": {"site_mirror_gnupg_home": "/srv/keys/mirror-gnupg",
                                                    "site_mirror_signing_key": "<the site key's fingerprint>"}},
+    "spark": {"hosts": "spark_masters:gpu_nodes", "become": True,
+              "vars": {"spark_auth_secret": '"{{ vault_spark_secret }}"'}},
 }
 
 
@@ -82,7 +84,7 @@ def example(role, entry, spec):
     required = {name: option for name, option in (spec.get("options") or {}).items() if option.get("required")}
     elsewhere = ELSEWHERE.get(role, {}) if entry == "main" else {}
     lines = ["```yaml", "- name: Apply %s.%s" % (NAMESPACE, role), "  hosts: %s" % elsewhere.get("hosts", "gpu_nodes")]
-    if not elsewhere:
+    if not elsewhere or elsewhere.get("become"):
         lines.append("  become: true")
     lines.append("  tasks:" if entry != "main" else "  roles:")
     if elsewhere:

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 scenarios=$(for file in molecule/*/molecule.yml; do basename "$(dirname "$file")"; done)
 # Longest first (their time on 2 cores), so that the last to start is a short one; a scenario not named here runs
 # first, as nothing is known about it.
-longest_first="nvidia_driver default cuda_toolkit slurm frameworks monitoring gpu_settings airgap infiniband cuda_repo"
+longest_first="nvidia_driver default cuda_toolkit slurm frameworks monitoring spark gpu_settings airgap infiniband cuda_repo"
 
 if [ $# -eq 0 ]; then
   set -- lint sanity units docs sim molecule release compat

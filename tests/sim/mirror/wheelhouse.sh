@@ -2,7 +2,9 @@
 # Framework wheels for the simulated nodes (molecule/frameworks, molecule/default, make demo): the pinned CPU builds of
 # PyTorch and TensorFlow and their dependencies, for the nodes' Python, manylinux x86_64:
 #   Debian 12, CPython 3.11: torch (CPU build) and tensorflow-cpu;
-#   Debian 13, CPython 3.13: tensorflow-cpu only. The CPU torch is not on PyPI (PyPI's torch is the CUDA build, which
+#   Debian 13, CPython 3.13: tensorflow-cpu only;
+#   Debian 12, CPython 3.11: pyspark (molecule/spark), a wheel built here once from PyPI's sdist (about 450 MB: PyPI
+#   has no wheel of it), and py4j. The CPU torch is not on PyPI (PyPI's torch is the CUDA build, which
 #   pulls gigabytes of CUDA wheels); it comes from download.pytorch.org/whl/cpu or a mirror of it
 #   (WHEELHOUSE_TORCH_INDEX), and where none is at hand a node's torch is left out (as the default scenario does).
 # The wheels (about 1 GB) live in a cache OUTSIDE the checkout, so that a fresh clone in CI reuses them:
@@ -19,7 +21,7 @@ root=$(cd "$(dirname "$0")/../../.." && pwd)
 cache=${WHEELHOUSE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/accelops-gpu/wheelhouse}
 python=${PYTHON:-python3}
 # The nodes' interpreters and what each gets ("<python>:<what>[,<what>]"), not this machine's.
-nodes=${WHEELHOUSE_NODES:-3.11:torch,tensorflow 3.13:tensorflow}
+nodes=${WHEELHOUSE_NODES:-3.11:torch,tensorflow,spark 3.13:tensorflow}
 # Debian 12 has glibc 2.36 (Debian 13: 2.41): every manylinux_2_N up to 2.36 fits both (tensorflow-cpu 2.21 is
 # manylinux_2_27, torch 2_28).
 node_glibc_minor=${WHEELHOUSE_GLIBC_MINOR:-36}
@@ -31,12 +33,14 @@ pin() {  # the quoted value of a key in a role's defaults/main.yml
 }
 
 fill_node() {  # fill_node <python> <what,...>: the wheels of one interpreter, unless its stamp says they are there
-  local node_python=$1 what=$2 torch tensorflow stamp start
+  local node_python=$1 what=$2 torch tensorflow pyspark stamp start
   torch=$(pin pytorch pytorch_version)
   tensorflow=$(pin tensorflow tensorflow_version)
+  pyspark=$(pin spark spark_version)
   stamp="$cache/.filled"
   [[ ,$what, == *,torch,* ]] && stamp+="-torch-$torch"
   [[ ,$what, == *,tensorflow,* ]] && stamp+="-tensorflow-cpu-$tensorflow"
+  [[ ,$what, == *,spark,* ]] && stamp+="-pyspark-$pyspark"
   stamp+="-cp${node_python/./}"
   [ -e "$stamp" ] && return 0
   local args=(--dest "$cache" --only-binary=:all: --python-version "$node_python" --implementation cp)
@@ -56,6 +60,13 @@ fill_node() {  # fill_node <python> <what,...>: the wheels of one interpreter, u
   fi
   if [[ ,$what, == *,tensorflow,* ]]; then
     "$python" -m pip download -q "${args[@]}" "tensorflow-cpu==$tensorflow"
+  fi
+  if [[ ,$what, == *,spark,* ]]; then
+    # pyspark is pure Python (its wheel is py2.py3-none-any): built by this machine's pip, then its dependencies
+    # (py4j) for the node's Python, with the built wheel found in the cache.
+    [ -e "$cache/pyspark-$pyspark-py2.py3-none-any.whl" ] ||
+      "$python" -m pip wheel -q --no-deps --wheel-dir "$cache" "pyspark==$pyspark"
+    "$python" -m pip download -q "${args[@]}" --find-links "$cache" "pyspark==$pyspark"
   fi
   echo "wheelhouse: CPython $node_python ($what) downloaded into $cache in $(( $(date +%s) - start )) s" >&2
   touch "$stamp"

@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, accelops.gpu contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The _spark_problems filter, internal to the spark role (no compatibility promise), documented in
+plugins/filter/_spark_problems.py: what is wrong with the role's settings, each problem naming the variable and what is
+allowed, before anything is installed or written."""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.accelops.gpu.plugins.module_utils._numbers import shown
+
+
+class SparkError(AnsibleFilterError):
+    """Input from which the cluster cannot be judged; the message names the field."""
+
+
+VERSION = re.compile(r"\A[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z")
+# What a Spark resource amount looks like in spark-defaults.conf: a whole number or a decimal fraction.
+AMOUNT = re.compile(r"\A[0-9]{1,4}(?:\.[0-9]{1,6})?\Z")
+# A worker's memory as Spark reads it (1g, 512m, 64G); "" for Spark's own default.
+MEMORY = re.compile(r"\A(?:[1-9][0-9]{0,6}[kKmMgGtT])?\Z")
+CORES = re.compile(r"\A(?:[1-9][0-9]{0,4})?\Z")
+# An exclusion as the discovery script takes it: an NVML index or a GPU or MIG device UUID.
+EXCLUDE = re.compile(r"\A(?:[0-9]{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,64})\Z")
+# The secret goes into spark-defaults.conf, one line of printable ASCII; Spark compares it whole.
+SECRET = re.compile(r"\A[!-~]{16,1024}\Z")
+MIG = ("devices", "gpus", "skip")
+PORTS = ("spark_master_port", "spark_master_webui_port", "spark_worker_port", "spark_worker_webui_port")
+
+
+def _number(value):
+    """The value as a float where it is a number written as Spark reads one (never a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    text = str(value) if isinstance(value, (int, float, str)) else ""
+    return float(text) if AMOUNT.match(text) else None
+
+
+def spark_problems(settings):
+    """The problems of the spark role's settings (a dict of its variables, plus ``masters``, the hosts of
+    spark_master_group), each one line that names the variable and what it may be; [] when there is none. The secret
+    itself is never shown."""
+    if not isinstance(settings, dict):
+        return ["the spark role's settings must be a mapping, got %s" % shown(settings)]
+    problems = []
+
+    def refuse(name, allowed):
+        problems.append("%s must be %s, got %s" % (name, allowed, shown(settings.get(name))))
+
+    if not isinstance(settings.get("spark_version"), str) or not VERSION.match(settings["spark_version"]):
+        refuse("spark_version", "a pyspark release such as 4.3.0 (quoted)")
+    masters = settings.get("masters")
+    if not isinstance(masters, list) or len(masters) != 1:
+        problems.append("the group %s (spark_master_group) must hold one host, the master; it holds %s"
+                        % (shown(settings.get("spark_master_group")),
+                           ", ".join(shown(host) for host in masters) if isinstance(masters, list) and masters
+                           else "none"))
+    executor = _number(settings.get("spark_executor_gpus"))
+    if executor is None or executor < 1 or executor != int(executor):
+        refuse("spark_executor_gpus", "a whole number of GPUs of 1 or more")
+        executor = None
+    task = _number(settings.get("spark_task_gpus"))
+    if task is None or task <= 0:
+        refuse("spark_task_gpus", "a number of GPUs above 0: a whole number, or a fraction of at most 0.5 to share "
+                                  "one GPU among tasks")
+    elif task < 1 and task > 0.5:
+        refuse("spark_task_gpus", "a whole number, or a fraction of at most 0.5 (Spark refuses 0.5 < amount < 1)")
+    elif task >= 1 and task != int(task):
+        refuse("spark_task_gpus", "a whole number when it is 1 or more (Spark refuses 1.5)")
+    elif executor is not None and task > executor:
+        problems.append("spark_task_gpus (%s) must not exceed spark_executor_gpus (%s): no task could start"
+                        % (shown(settings.get("spark_task_gpus")), shown(settings.get("spark_executor_gpus"))))
+    if settings.get("spark_gpu_mig") not in MIG:
+        refuse("spark_gpu_mig", "one of %s" % ", ".join(MIG))
+    exclude = settings.get("spark_gpu_exclude")
+    if not isinstance(exclude, list) or not all(isinstance(item, (str, int)) and not isinstance(item, bool)
+                                                and EXCLUDE.match(str(item)) for item in exclude):
+        refuse("spark_gpu_exclude", "a list of GPU indexes and GPU or MIG device UUIDs")
+    if not isinstance(settings.get("spark_worker_cores"), (str, int)) or isinstance(settings.get("spark_worker_cores"),
+                                                                                    bool) \
+            or not CORES.match(str(settings["spark_worker_cores"])):
+        refuse("spark_worker_cores", 'a number of cores of 1 or more, or "" for all of them')
+    if not isinstance(settings.get("spark_worker_memory"), str) or not MEMORY.match(settings["spark_worker_memory"]):
+        refuse("spark_worker_memory", 'an amount such as 64g or 512m, or "" for Spark\'s own choice')
+    ports = {}
+    for name in PORTS:
+        value = settings.get(name)
+        if isinstance(value, bool) or not re.match(r"\A[0-9]{1,5}\Z", str(value)) or not 1 <= int(value) <= 65535:
+            refuse(name, "a port from 1 to 65535")
+        else:
+            ports.setdefault(int(value), []).append(name)
+    for port, names in sorted(ports.items()):
+        if len(names) > 1:
+            problems.append("%s must be different ports, all are %d" % (" and ".join(names), port))
+    secret = settings.get("spark_auth_secret")
+    if not isinstance(secret, str) or not secret:
+        problems.append("spark_auth_secret must be set: Spark's standalone cluster runs any code that reaches it "
+                        "without one. Give it 16 to 1024 printable ASCII characters without spaces, from Ansible Vault")
+    elif not SECRET.match(secret):
+        problems.append("spark_auth_secret must be 16 to 1024 printable ASCII characters without spaces "
+                        "(not shown: it is a secret)")
+    return problems
+
+
+def spark_cluster_problems(state, workers):
+    """What is wrong with a standalone cluster as its master shows it (the JSON of the master's web UI, /json/)
+    against the workers expected, [{host, port, gpus: [addresses]}]: each expected worker must be ALIVE there (by host
+    and port) with exactly those GPU addresses. [] when all is well."""
+    if not isinstance(state, dict) or not isinstance(state.get("workers"), list):
+        return ["its state is not the master's JSON with a list of workers: %s" % shown(state)]
+    if not isinstance(workers, list) or not all(isinstance(w, dict) for w in workers):
+        raise SparkError("workers must be a list of {host, port, gpus}, got %s" % shown(workers))
+    alive = {}
+    for worker in state["workers"]:
+        if isinstance(worker, dict) and worker.get("state") == "ALIVE":
+            alive["%s:%s" % (worker.get("host"), worker.get("port"))] = worker
+    problems = []
+    for expected in workers:
+        key = "%s:%s" % (expected.get("host"), expected.get("port"))
+        found = alive.get(key)
+        if found is None:
+            problems.append("the worker %s is not alive there" % key)
+            continue
+        resources = found.get("resources") if isinstance(found.get("resources"), dict) else {}
+        gpu = resources.get("gpu") if isinstance(resources.get("gpu"), dict) else {}
+        addresses = sorted(str(a) for a in gpu.get("addresses") or [])
+        wanted = sorted(str(a) for a in expected.get("gpus") or [])
+        if addresses != wanted:
+            problems.append("the worker %s offers the GPUs %s, not %s" % (key, addresses or "none", wanted))
+    return problems
+
+
+class FilterModule:
+    def filters(self):
+        return {"_spark_problems": spark_problems, "_spark_cluster_problems": spark_cluster_problems}

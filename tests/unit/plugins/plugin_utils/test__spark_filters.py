@@ -1,0 +1,101 @@
+"""The spark role's settings check and its verification's reading of the master's state."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.accelops.gpu.plugins.plugin_utils._spark_filters import (
+    FilterModule,
+    SparkError,
+    spark_cluster_problems,
+    spark_problems,
+)
+
+GOOD = {
+    "spark_version": "4.3.0", "masters": ["spark01"], "spark_master_group": "spark_masters",
+    "spark_executor_gpus": 2, "spark_task_gpus": 1, "spark_gpu_mig": "devices", "spark_gpu_exclude": [3, "GPU-ab-12"],
+    "spark_worker_cores": "", "spark_worker_memory": "", "spark_master_port": 7077, "spark_master_webui_port": 8080,
+    "spark_worker_port": 7078, "spark_worker_webui_port": 8081, "spark_auth_secret": "0123456789abcdef",
+}
+
+
+def test_filters_are_registered():
+    assert set(FilterModule().filters()) == {"_spark_problems", "_spark_cluster_problems"}
+
+
+@pytest.mark.parametrize("change", [
+    {}, {"spark_task_gpus": 0.5}, {"spark_task_gpus": "0.25"}, {"spark_task_gpus": 2}, {"spark_executor_gpus": "8"},
+    {"spark_worker_cores": 16}, {"spark_worker_cores": "16"}, {"spark_worker_memory": "64g"},
+    {"spark_gpu_exclude": ["MIG-7c2a-1", 0]}, {"spark_gpu_mig": "skip"}, {"spark_master_port": "7077"},
+])
+def test_good_settings_have_no_problem(change):
+    assert spark_problems({**GOOD, **change}) == []
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"spark_executor_gpus": True}, "spark_executor_gpus must be a whole number of GPUs of 1 or more, got True"),
+    ({"spark_executor_gpus": 0}, "spark_executor_gpus must be a whole number"),
+    ({"spark_executor_gpus": "1e3"}, "spark_executor_gpus must be a whole number"),
+    ({"spark_executor_gpus": None}, "spark_executor_gpus must be a whole number"),
+    ({"spark_task_gpus": -0.5}, "spark_task_gpus must be a number of GPUs above 0"),
+    ({"spark_task_gpus": 0.6}, "Spark refuses 0.5 < amount < 1"),
+    ({"spark_task_gpus": 1.5}, "a whole number when it is 1 or more"),
+    ({"spark_task_gpus": 3}, "spark_task_gpus (3) must not exceed spark_executor_gpus (2)"),
+    ({"masters": []}, "must hold one host, the master; it holds none"),
+    ({"masters": None}, "must hold one host, the master; it holds none"),
+    ({"spark_gpu_mig": "all"}, "spark_gpu_mig must be one of devices, gpus, skip"),
+    ({"spark_gpu_exclude": [True]}, "spark_gpu_exclude must be a list"),
+    ({"spark_gpu_exclude": ["GPU-x y"]}, "spark_gpu_exclude must be a list"),
+    ({"spark_worker_cores": "all"}, "spark_worker_cores must be a number of cores"),
+    ({"spark_worker_cores": False}, "spark_worker_cores must be a number of cores"),
+    ({"spark_worker_memory": "64"}, "spark_worker_memory must be an amount"),
+    ({"spark_worker_memory": "1g\nx"}, "spark_worker_memory must be an amount"),
+    ({"spark_worker_port": 0}, "spark_worker_port must be a port from 1 to 65535, got 0"),
+    ({"spark_worker_port": True}, "spark_worker_port must be a port"),
+    ({"spark_worker_webui_port": 7078}, "spark_worker_port and spark_worker_webui_port must be different ports"),
+    ({"spark_version": "4.3"}, "spark_version must be a pyspark release"),
+    ({"spark_auth_secret": None}, "spark_auth_secret must be set"),
+    ({"spark_auth_secret": "0123456789abcde\n"}, "(not shown: it is a secret)"),
+])
+def test_each_bad_setting_is_one_problem_naming_it(change, problem):
+    found = spark_problems({**GOOD, **change})
+    assert len(found) == 1 and problem in found[0], found
+    if isinstance(change.get("spark_auth_secret"), str):
+        assert change["spark_auth_secret"] not in found[0]
+
+
+def test_settings_that_are_not_a_mapping():
+    assert spark_problems(["x"]) == ["the spark role's settings must be a mapping, got ['x']"]
+
+
+def worker(port, addresses, state="ALIVE"):
+    return {"host": "127.0.0.1", "port": port, "state": state,
+            "resources": {"gpu": {"name": "gpu", "addresses": addresses}}}
+
+
+EXPECTED = [{"host": "127.0.0.1", "port": 7078, "gpus": ["0", "1"]},
+            {"host": "127.0.0.1", "port": 7079, "gpus": ["MIG-a", "2"]}]
+
+
+def test_a_cluster_with_every_worker_and_its_gpus_has_no_problem():
+    state = {"workers": [worker(7078, ["1", "0"]), worker(7079, ["2", "MIG-a"]), worker(7079, [], state="DEAD")]}
+    assert spark_cluster_problems(state, EXPECTED) == []
+
+
+@pytest.mark.parametrize("workers, problem", [
+    ([worker(7078, ["0", "1"])], "the worker 127.0.0.1:7079 is not alive there"),
+    ([worker(7078, ["0", "1"]), worker(7079, ["2", "MIG-a"], state="DEAD")], "127.0.0.1:7079 is not alive"),
+    ([worker(7078, ["0"]), worker(7079, ["2", "MIG-a"])],
+     "the worker 127.0.0.1:7078 offers the GPUs ['0'], not ['0', '1']"),
+    ([worker(7078, []), worker(7079, ["2", "MIG-a"])], "offers the GPUs none, not ['0', '1']"),
+    ([{"host": "127.0.0.1", "port": 7078, "state": "ALIVE"}, worker(7079, ["2", "MIG-a"])], "offers the GPUs none"),
+])
+def test_a_missing_worker_or_a_wrong_gpu_is_said(workers, problem):
+    found = spark_cluster_problems({"workers": workers}, EXPECTED)
+    assert len(found) == 1 and problem in found[0], found
+
+
+def test_a_state_that_is_not_the_masters_json_is_a_problem_and_bad_expectations_an_error():
+    assert spark_cluster_problems("<html>", EXPECTED)[0].startswith("its state is not the master's JSON")
+    with pytest.raises(SparkError, match="workers must be a list"):
+        spark_cluster_problems({"workers": []}, "x")
