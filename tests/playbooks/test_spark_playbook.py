@@ -72,3 +72,36 @@ def test_bad_settings_are_refused_before_any_host_is_read(tmp_path, extra, gpu02
     # The secret is never shown, not even when it is the problem.
     secret = {**GOOD, **extra}["spark_auth_secret"]
     assert not secret or len(secret) < 8 or secret not in out
+
+
+VALIDATE = """
+- name: Validate the Spark cluster
+  hosts: spark_masters:gpu_nodes
+  gather_facts: false
+  tasks:
+    - name: Run a GPU job on the Spark cluster
+      ansible.builtin.include_role:
+        name: accelops.gpu.spark
+        tasks_from: validate
+"""
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"spark_validate_conf": {"spark.executor.cores": "2\nspark.authenticate=false"}},
+     "spark_validate_conf must map Spark settings (spark.*) to one printable line each"),
+    ({"spark_validate_conf": {"--master": "local"}}, "spark_validate_conf must map Spark settings"),
+    ({"spark_validate_conf": "spark.executor.cores=2"}, "spark_validate_conf"),
+    ({"spark_validate_tasks": "many"}, "spark_validate_tasks"),
+])
+def test_bad_validation_settings_run_nothing(tmp_path, extra, message):
+    (tmp_path / "inventory.yml").write_text(INVENTORY % {"masters": "{spark01: {}}", "gpu02": "{}"})
+    (tmp_path / "validate.yml").write_text(VALIDATE)
+    run = subprocess.run(["ansible-playbook", "-i", "inventory.yml", "validate.yml", "--limit", "spark01",
+                          "-e", json.dumps({**GOOD, **extra})],
+                         cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)
+    out = " ".join((run.stdout + run.stderr).replace("\\n", "\n").replace('\\"', '"').split())
+    assert run.returncode == 2, out[-3000:]
+    assert message in out, out[-3000:]
+    # Refused before the job was put in place or run.
+    assert "accelops.gpu.spark : Put the validation job in place" not in out, out[-3000:]
+    assert "accelops.gpu.spark : Run a GPU job" not in out, out[-3000:]

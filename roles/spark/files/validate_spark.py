@@ -1,11 +1,13 @@
-"""A PySpark job whose tasks each report the GPUs Spark gave them, run by the verification on the master with
-spark-submit: python gpu_job.py APP_NAME TASKS MASTER_JSON_URL.
+"""The spark role's validation (tasks_from: validate, and playbooks/validate.yml): a PySpark job whose tasks each
+report the GPUs Spark gave them, run on the master with spark-submit:
+    spark-submit validate_spark.py APP_NAME TASKS MASTER_JSON_URL
 
 Each task holds its GPU for two seconds, so that the tasks of one executor run side by side, and reports the worker
 it ran on (the --worker-url of the executor that runs it, read from the process tree), its GPU addresses and when it
 ran. The driver then compares them with the master's own view of the workers (its web UI's JSON) and prints one line,
-GPU-CHECK {...}: every task got exactly one GPU, a GPU of its own worker, and no two tasks that ran at the same time on
-one worker shared a GPU.
+GPU-CHECK {...}: every task got the GPUs its amount asks (spark.task.resource.gpu.amount: that many, or one shared GPU
+for a fraction), GPUs of its own worker, and, where a task takes whole GPUs, no two tasks that ran at the same time on
+one worker shared one.
 """
 
 import json
@@ -38,16 +40,17 @@ def task(index):
             "start": start, "end": time.time()}
 
 
-def problems(records, state):
+def problems(records, state, amount=1.0):
     found = []
+    wanted = max(1, int(amount))
     offered = {}
     for worker in state["workers"]:
         if worker["state"] == "ALIVE":
             offered["spark://Worker@%s:%s" % (worker["host"], worker["port"])] = set(
                 worker["resources"]["gpu"]["addresses"])
     for record in records:
-        if len(record["gpus"]) != 1:
-            found.append("task %d got the GPUs %s, not one" % (record["task"], record["gpus"]))
+        if len(record["gpus"]) != wanted:
+            found.append("task %d got the GPUs %s, not %d" % (record["task"], record["gpus"], wanted))
         if record["worker"] not in offered:
             found.append("task %d ran on %s, not a worker of the master" % (record["task"], record["worker"]))
         elif not set(record["gpus"]) <= offered[record["worker"]]:
@@ -59,7 +62,7 @@ def problems(records, state):
             if first["task"] < second["task"] and first["worker"] == second["worker"] \
                     and first["start"] < second["end"] and second["start"] < first["end"]:
                 overlaps += 1
-                if set(first["gpus"]) & set(second["gpus"]):
+                if amount >= 1 and set(first["gpus"]) & set(second["gpus"]):
                     found.append("tasks %d and %d ran at the same time on %s with the same GPU %s"
                                  % (first["task"], second["task"], first["worker"], first["gpus"]))
     return found, overlaps
@@ -68,10 +71,11 @@ def problems(records, state):
 def main():
     name, tasks, state_url = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     spark = SparkSession.builder.appName(name).getOrCreate()
+    amount = float(spark.sparkContext.getConf().get("spark.task.resource.gpu.amount", "1"))
     records = spark.sparkContext.parallelize(range(tasks), tasks).map(task).collect()
     with urllib.request.urlopen(state_url, timeout=10) as answer:
         state = json.load(answer)
-    found, overlaps = problems(records, state)
+    found, overlaps = problems(records, state, amount)
     per_worker = {}
     for record in records:
         per_worker[record["worker"]] = per_worker.get(record["worker"], 0) + 1
