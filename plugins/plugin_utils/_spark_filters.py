@@ -26,8 +26,10 @@ MEMORY = re.compile(r"\A(?:[1-9][0-9]{0,6}[kKmMgGtT])?\Z")
 CORES = re.compile(r"\A(?:[1-9][0-9]{0,4})?\Z")
 # An exclusion as the discovery script takes it: an NVML index or a GPU or MIG device UUID.
 EXCLUDE = re.compile(r"\A(?:[0-9]{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,64})\Z")
-# The secret goes into spark-defaults.conf, one line of printable ASCII; Spark compares it whole.
-SECRET = re.compile(r"\A[!-~]{16,1024}\Z")
+# The secret goes into spark-defaults.conf, one line of printable ASCII; Spark compares it whole. No backslash: Spark
+# reads the file as Java properties, where a backslash escapes the next character (\u must then be four hex digits, or
+# every daemon fails to start), and one at the end of the line joins the next line to the secret.
+SECRET = re.compile(r"\A[!-\[\]-~]{16,1024}\Z")
 MIG = ("devices", "gpus", "skip")
 PORTS = ("spark_master_port", "spark_master_webui_port", "spark_worker_port", "spark_worker_webui_port")
 
@@ -97,11 +99,12 @@ def spark_problems(settings):
         if len(names) > 1:
             problems.append("%s must be different ports, all are %d" % (" and ".join(names), port))
     secret = settings.get("spark_auth_secret")
-    if not isinstance(secret, str) or not secret:
+    if secret is None or secret == "":
         problems.append("spark_auth_secret must be set: Spark's standalone cluster runs any code that reaches it "
-                        "without one. Give it 16 to 1024 printable ASCII characters without spaces, from Ansible Vault")
-    elif not SECRET.match(secret):
-        problems.append("spark_auth_secret must be 16 to 1024 printable ASCII characters without spaces "
+                        "without one. Give it 16 to 1024 printable ASCII characters without spaces or backslashes, "
+                        "from Ansible Vault")
+    elif not isinstance(secret, str) or not SECRET.match(secret):
+        problems.append("spark_auth_secret must be 16 to 1024 printable ASCII characters without spaces or backslashes "
                         "(not shown: it is a secret)")
     return problems
 

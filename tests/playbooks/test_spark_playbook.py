@@ -46,6 +46,7 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
     ({"spark_auth_secret": ""}, {}, "{spark01: {}}", "spark_auth_secret must be set"),
     ({"spark_auth_secret": "short"}, {}, "{spark01: {}}", "spark_auth_secret must be 16 to 1024 printable ASCII"),
     ({"spark_auth_secret": "a secret with spaces in it"}, {}, "{spark01: {}}", "(not shown: it is a secret)"),
+    ({"spark_auth_secret": "a-secret-of-some-length\\u00"}, {}, "{spark01: {}}", "without spaces or backslashes"),
     ({"spark_version": "latest"}, {}, "{spark01: {}}", "spark_version must be a pyspark release such as 4.3.0"),
     ({"spark_master_port": 8080}, {}, "{spark01: {}}",
      "spark_master_port and spark_master_webui_port must be different"),

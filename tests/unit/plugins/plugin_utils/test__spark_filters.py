@@ -56,12 +56,17 @@ def test_good_settings_have_no_problem(change):
     ({"spark_version": "4.3"}, "spark_version must be a pyspark release"),
     ({"spark_auth_secret": None}, "spark_auth_secret must be set"),
     ({"spark_auth_secret": "0123456789abcde\n"}, "(not shown: it is a secret)"),
+    # spark-defaults.conf is a Java properties file: a backslash there escapes, \u then needs 4 hex digits, and one at
+    # the end of the line joins the next line to the secret.
+    ({"spark_auth_secret": "0123456789abcdef\\uZZZZ"}, "without spaces or backslashes (not shown: it is a secret)"),
+    ({"spark_auth_secret": "0123456789abcdef\\"}, "without spaces or backslashes"),
+    ({"spark_auth_secret": ["0123456789abcdef"]}, "spark_auth_secret must be 16 to 1024 printable ASCII"),
 ])
 def test_each_bad_setting_is_one_problem_naming_it(change, problem):
     found = spark_problems({**GOOD, **change})
     assert len(found) == 1 and problem in found[0], found
-    if isinstance(change.get("spark_auth_secret"), str):
-        assert change["spark_auth_secret"] not in found[0]
+    if "spark_auth_secret" in change:
+        assert "0123456789" not in found[0]
 
 
 def test_settings_that_are_not_a_mapping():
