@@ -30,6 +30,11 @@ EXCLUDE = re.compile(r"\A(?:[0-9]{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,64})\Z")
 # reads the file as Java properties, where a backslash escapes the next character (\u must then be four hex digits, or
 # every daemon fails to start), and one at the end of the line joins the next line to the secret.
 SECRET = re.compile(r"\A[!-\[\]-~]{16,1024}\Z")
+# What the daemons bind to and announce, written into spark://HOST:PORT and onto their command lines: a host name or an
+# IPv4 address. Not an IPv6 address (spark://::1:7077 is no URL Spark reads), and not 0.0.0.0, which no other host
+# reaches and which would open the web UIs on every address.
+BIND_ADDRESS = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\Z")
+EVERY_ADDRESS = re.compile(r"\A0+(?:\.0+){0,3}\Z")
 MIG = ("devices", "gpus", "skip")
 PORTS = ("spark_master_port", "spark_master_webui_port", "spark_worker_port", "spark_worker_webui_port")
 
@@ -88,6 +93,11 @@ def spark_problems(settings):
         refuse("spark_worker_cores", 'a number of cores of 1 or more, or "" for all of them')
     if not isinstance(settings.get("spark_worker_memory"), str) or not MEMORY.match(settings["spark_worker_memory"]):
         refuse("spark_worker_memory", 'an amount such as 64g or 512m, or "" for Spark\'s own choice')
+    address = settings.get("spark_bind_address")
+    if not isinstance(address, str) or not BIND_ADDRESS.match(address) or EVERY_ADDRESS.match(address):
+        refuse("spark_bind_address", "a host name or an IPv4 address of the host that the others reach it at (not "
+                                     "0.0.0.0, and no IPv6 address, which the master's URL spark://HOST:PORT cannot "
+                                     "take)")
     ports = {}
     for name in PORTS:
         value = settings.get(name)

@@ -52,6 +52,8 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
      "spark_master_port and spark_master_webui_port must be different"),
     ({}, {"spark_worker_port": 70000}, "{spark01: {}}", "spark_worker_port must be a port from 1 to 65535, got 70000"),
     ({}, {"spark_bind_address": "0.0.0.0\nspark.x"}, "{spark01: {}}", "spark_bind_address"),
+    ({}, {"spark_bind_address": "0.0.0.0"}, "{spark01: {}}", "spark_bind_address must be a host name or an IPv4"),
+    ({}, {"spark_bind_address": "::1"}, "{spark01: {}}", "no IPv6 address"),
     ({"spark_gpu_exclude": "3"}, {}, "{spark01: {}}", "spark_gpu_exclude must be a list of GPU indexes"),
     ({"spark_gpu_exclude": ["3;rm"]}, {}, "{spark01: {}}", "spark_gpu_exclude must be a list of GPU indexes"),
     ({"spark_worker_memory": "lots"}, {}, "{spark01: {}}", "spark_worker_memory must be an amount such as 64g"),

@@ -16,6 +16,7 @@ GOOD = {
     "spark_executor_gpus": 2, "spark_task_gpus": 1, "spark_gpu_mig": "devices", "spark_gpu_exclude": [3, "GPU-ab-12"],
     "spark_worker_cores": "", "spark_worker_memory": "", "spark_master_port": 7077, "spark_master_webui_port": 8080,
     "spark_worker_port": 7078, "spark_worker_webui_port": 8081, "spark_auth_secret": "0123456789abcdef",
+    "spark_bind_address": "127.0.0.1",
 }
 
 
@@ -27,6 +28,7 @@ def test_filters_are_registered():
     {}, {"spark_task_gpus": 0.5}, {"spark_task_gpus": "0.25"}, {"spark_task_gpus": 2}, {"spark_executor_gpus": "8"},
     {"spark_worker_cores": 16}, {"spark_worker_cores": "16"}, {"spark_worker_memory": "64g"},
     {"spark_gpu_exclude": ["MIG-7c2a-1", 0]}, {"spark_gpu_mig": "skip"}, {"spark_master_port": "7077"},
+    {"spark_bind_address": "10.0.0.11"}, {"spark_bind_address": "gpu01.cluster.example"},
 ])
 def test_good_settings_have_no_problem(change):
     assert spark_problems({**GOOD, **change}) == []
@@ -54,6 +56,15 @@ def test_good_settings_have_no_problem(change):
     ({"spark_worker_port": True}, "spark_worker_port must be a port"),
     ({"spark_worker_webui_port": 7078}, "spark_worker_port and spark_worker_webui_port must be different ports"),
     ({"spark_version": "4.3"}, "spark_version must be a pyspark release"),
+    # What the workers and applications connect to: spark://::1:7077 is no URL Spark reads, and 0.0.0.0 reaches no
+    # other host (and would open the web UIs on every address).
+    ({"spark_bind_address": "::1"}, "spark_bind_address must be a host name or an IPv4 address"),
+    ({"spark_bind_address": "fe80::1%eth0"}, "no IPv6 address"),
+    ({"spark_bind_address": "0.0.0.0"}, "of the host that the others reach it at (not 0.0.0.0"),
+    ({"spark_bind_address": "0"}, "not 0.0.0.0"),
+    ({"spark_bind_address": "127.0.0.1 --foo"}, "spark_bind_address must be a host name"),
+    ({"spark_bind_address": "-h"}, "spark_bind_address must be a host name"),
+    ({"spark_bind_address": 10}, "spark_bind_address must be a host name"),
     ({"spark_auth_secret": None}, "spark_auth_secret must be set"),
     ({"spark_auth_secret": "0123456789abcde\n"}, "(not shown: it is a secret)"),
     # spark-defaults.conf is a Java properties file: a backslash there escapes, \u then needs 4 hex digits, and one at
