@@ -19,7 +19,8 @@ description:
   - >-
     The master group must hold one host; GPU amounts must be numbers Spark takes (an executor's a whole number of 1 or
     more, a task's a whole number up to the executor's or a fraction of at most 0.5); the ports must differ; the
-    shared secret must be set; the bind address must be a host name or an IPv4 address other than 0.0.0.0.
+    shared secret must be set; the bind address must be a host name or an IPv4 address other than 0.0.0.0; the Java
+    runtime must be a Debian package's name; the index one URL.
   - An empty list when all is well.
 positional: _input
 options:
@@ -41,7 +42,8 @@ EXAMPLES = r"""
           'spark_executor_gpus': -1, 'spark_task_gpus': 1, 'spark_gpu_mig': 'devices', 'spark_gpu_exclude': [],
           'spark_worker_cores': '', 'spark_worker_memory': '', 'spark_master_port': 7077,
           'spark_master_webui_port': 8080, 'spark_worker_port': 7078, 'spark_worker_webui_port': 8081,
-          'spark_auth_secret': '', 'spark_bind_address': '127.0.0.1'} | accelops.gpu._spark_problems }}
+          'spark_auth_secret': '', 'spark_bind_address': '127.0.0.1', 'spark_java_package': 'openjdk-17-jre-headless',
+          'spark_index_url': 'https://pypi.org/simple'} | accelops.gpu._spark_problems }}
 """
 
 RETURN = r"""

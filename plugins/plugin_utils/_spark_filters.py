@@ -35,6 +35,9 @@ SECRET = re.compile(r"\A[!-\[\]-~]{16,1024}\Z")
 # reaches and which would open the web UIs on every address.
 BIND_ADDRESS = re.compile(r"\A[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\Z")
 EVERY_ADDRESS = re.compile(r"\A0+(?:\.0+){0,3}\Z")
+# A Debian package name (Policy 5.6.1): never an option for apt, a pattern apt would expand to every package it
+# matches, or a pinned version (name=version), which node_probe would never find installed.
+DEB_PACKAGE = re.compile(r"\A[a-z0-9][a-z0-9+.-]{1,99}\Z")
 MIG = ("devices", "gpus", "skip")
 PORTS = ("spark_master_port", "spark_master_webui_port", "spark_worker_port", "spark_worker_webui_port")
 
@@ -60,6 +63,12 @@ def spark_problems(settings):
 
     if not isinstance(settings.get("spark_version"), str) or not VERSION.match(settings["spark_version"]):
         refuse("spark_version", "a pyspark release such as 4.3.0 (quoted)")
+    if not isinstance(settings.get("spark_java_package"), str) or not DEB_PACKAGE.match(settings["spark_java_package"]):
+        refuse("spark_java_package", "the name of a Debian package, such as openjdk-17-jre-headless (lower-case "
+                                     "letters, digits and + . -)")
+    # Its form is _config_value_problems' (pip_locations), which takes a list as well.
+    if not isinstance(settings.get("spark_index_url"), str):
+        refuse("spark_index_url", 'one index URL, or "" to use only spark_find_links')
     masters = settings.get("masters")
     if not isinstance(masters, list) or len(masters) != 1:
         problems.append("the group %s (spark_master_group) must hold one host, the master; it holds %s"

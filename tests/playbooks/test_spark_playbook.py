@@ -60,6 +60,8 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
     ({"spark_worker_cores": 0}, {}, "{spark01: {}}", "spark_worker_cores must be a number of cores of 1 or more"),
     ({"spark_index_url": "", "spark_find_links": []}, {}, "{spark01: {}}", "pip has nowhere to install pyspark from"),
     ({"spark_find_links": ["http://x/ --trusted-host y"]}, {}, "{spark01: {}}", "spark_find_links"),
+    ({"spark_java_package": "openjdk-*"}, {}, "{spark01: {}}", "spark_java_package must be the name of a Debian"),
+    ({"spark_index_url": ["https://pypi.org/simple"]}, {}, "{spark01: {}}", "spark_index_url must be one index URL"),
 ])
 def test_bad_settings_are_refused_before_any_host_is_read(tmp_path, extra, gpu02, masters, message):
     (tmp_path / "inventory.yml").write_text(INVENTORY % {"masters": masters, "gpu02": json.dumps(gpu02)})

@@ -16,7 +16,8 @@ GOOD = {
     "spark_executor_gpus": 2, "spark_task_gpus": 1, "spark_gpu_mig": "devices", "spark_gpu_exclude": [3, "GPU-ab-12"],
     "spark_worker_cores": "", "spark_worker_memory": "", "spark_master_port": 7077, "spark_master_webui_port": 8080,
     "spark_worker_port": 7078, "spark_worker_webui_port": 8081, "spark_auth_secret": "0123456789abcdef",
-    "spark_bind_address": "127.0.0.1",
+    "spark_bind_address": "127.0.0.1", "spark_java_package": "openjdk-17-jre-headless",
+    "spark_index_url": "https://pypi.org/simple",
 }
 
 
@@ -29,6 +30,7 @@ def test_filters_are_registered():
     {"spark_worker_cores": 16}, {"spark_worker_cores": "16"}, {"spark_worker_memory": "64g"},
     {"spark_gpu_exclude": ["MIG-7c2a-1", 0]}, {"spark_gpu_mig": "skip"}, {"spark_master_port": "7077"},
     {"spark_bind_address": "10.0.0.11"}, {"spark_bind_address": "gpu01.cluster.example"},
+    {"spark_java_package": "openjdk-21-jre-headless"}, {"spark_index_url": ""},
 ])
 def test_good_settings_have_no_problem(change):
     assert spark_problems({**GOOD, **change}) == []
@@ -65,6 +67,15 @@ def test_good_settings_have_no_problem(change):
     ({"spark_bind_address": "127.0.0.1 --foo"}, "spark_bind_address must be a host name"),
     ({"spark_bind_address": "-h"}, "spark_bind_address must be a host name"),
     ({"spark_bind_address": 10}, "spark_bind_address must be a host name"),
+    # apt would read an option, install every package a pattern matches, or pin a version node_probe never finds.
+    ({"spark_java_package": "-o"}, "spark_java_package must be the name of a Debian package"),
+    ({"spark_java_package": "openjdk-*"}, "spark_java_package must be the name"),
+    ({"spark_java_package": "openjdk-17-jre-headless=17.0.1"}, "spark_java_package must be the name"),
+    ({"spark_java_package": "foo; rm -rf /"}, "spark_java_package must be the name"),
+    ({"spark_java_package": ""}, "spark_java_package must be the name"),
+    ({"spark_java_package": None}, "spark_java_package must be the name"),
+    # One index: a list would give pip "--index-url ['...']".
+    ({"spark_index_url": ["https://pypi.org/simple"]}, "spark_index_url must be one index URL"),
     ({"spark_auth_secret": None}, "spark_auth_secret must be set"),
     ({"spark_auth_secret": "0123456789abcde\n"}, "(not shown: it is a secret)"),
     # spark-defaults.conf is a Java properties file: a backslash there escapes, \u then needs 4 hex digits, and one at
