@@ -21,8 +21,10 @@ class SparkError(AnsibleFilterError):
 VERSION = re.compile(r"\A[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z")
 # What a Spark resource amount looks like in spark-defaults.conf: a whole number or a decimal fraction.
 AMOUNT = re.compile(r"\A[0-9]{1,4}(?:\.[0-9]{1,6})?\Z")
-# A worker's memory as Spark reads it (1g, 512m, 64G); "" for Spark's own default.
-MEMORY = re.compile(r"\A(?:[1-9][0-9]{0,6}[kKmMgGtT])?\Z")
+# A worker's memory as Spark reads it (1g, 512m, 64G); "" for Spark's own default. The worker takes it in whole MiB,
+# an int: under 1 MiB it refuses to start, from 2048t on the number overflows.
+MEMORY = re.compile(r"\A(?:([1-9][0-9]{0,6})([kKmMgGtT]))?\Z")
+MIB = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 ** 2}
 CORES = re.compile(r"\A(?:[1-9][0-9]{0,4})?\Z")
 # An exclusion as the discovery script takes it: an NVML index or a GPU or MIG device UUID.
 EXCLUDE = re.compile(r"\A(?:[0-9]{1,4}|(?:GPU|MIG)-[0-9A-Za-z-]{1,64})\Z")
@@ -100,8 +102,10 @@ def spark_problems(settings):
                                                                                     bool) \
             or not CORES.match(str(settings["spark_worker_cores"])):
         refuse("spark_worker_cores", 'a number of cores of 1 or more, or "" for all of them')
-    if not isinstance(settings.get("spark_worker_memory"), str) or not MEMORY.match(settings["spark_worker_memory"]):
-        refuse("spark_worker_memory", 'an amount such as 64g or 512m, or "" for Spark\'s own choice')
+    memory = MEMORY.match(settings["spark_worker_memory"]) if isinstance(settings.get("spark_worker_memory"), str) \
+        else None
+    if not memory or (memory.group(1) and not 1 <= int(memory.group(1)) * MIB[memory.group(2).lower()] < 2 ** 31):
+        refuse("spark_worker_memory", 'an amount from 1m to 2047t such as 64g or 512m, or "" for Spark\'s own choice')
     address = settings.get("spark_bind_address")
     if not isinstance(address, str) or not BIND_ADDRESS.match(address) or EVERY_ADDRESS.match(address):
         refuse("spark_bind_address", "a host name or an IPv4 address of the host that the others reach it at (not "

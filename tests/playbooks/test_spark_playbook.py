@@ -56,7 +56,7 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
     ({}, {"spark_bind_address": "::1"}, "{spark01: {}}", "no IPv6 address"),
     ({"spark_gpu_exclude": "3"}, {}, "{spark01: {}}", "spark_gpu_exclude must be a list of GPU indexes"),
     ({"spark_gpu_exclude": ["3;rm"]}, {}, "{spark01: {}}", "spark_gpu_exclude must be a list of GPU indexes"),
-    ({"spark_worker_memory": "lots"}, {}, "{spark01: {}}", "spark_worker_memory must be an amount such as 64g"),
+    ({"spark_worker_memory": "lots"}, {}, "{spark01: {}}", "spark_worker_memory must be an amount from 1m to 2047t"),
     ({"spark_worker_cores": 0}, {}, "{spark01: {}}", "spark_worker_cores must be a number of cores of 1 or more"),
     ({"spark_index_url": "", "spark_find_links": []}, {}, "{spark01: {}}", "pip has nowhere to install pyspark from"),
     ({"spark_find_links": ["http://x/ --trusted-host y"]}, {}, "{spark01: {}}", "spark_find_links"),

@@ -31,6 +31,7 @@ def test_filters_are_registered():
     {"spark_gpu_exclude": ["MIG-7c2a-1", 0]}, {"spark_gpu_mig": "skip"}, {"spark_master_port": "7077"},
     {"spark_bind_address": "10.0.0.11"}, {"spark_bind_address": "gpu01.cluster.example"},
     {"spark_java_package": "openjdk-21-jre-headless"}, {"spark_index_url": ""},
+    {"spark_worker_memory": "1024k"}, {"spark_worker_memory": "2047t"},
 ])
 def test_good_settings_have_no_problem(change):
     assert spark_problems({**GOOD, **change}) == []
@@ -54,6 +55,9 @@ def test_good_settings_have_no_problem(change):
     ({"spark_worker_cores": False}, "spark_worker_cores must be a number of cores"),
     ({"spark_worker_memory": "64"}, "spark_worker_memory must be an amount"),
     ({"spark_worker_memory": "1g\nx"}, "spark_worker_memory must be an amount"),
+    # The worker takes whole MiB in an int: less than one is "Memory is below 1MB" at its start, 2048t overflows.
+    ({"spark_worker_memory": "512k"}, "spark_worker_memory must be an amount from 1m to 2047t"),
+    ({"spark_worker_memory": "2048t"}, "spark_worker_memory must be an amount from 1m to 2047t"),
     ({"spark_worker_port": 0}, "spark_worker_port must be a port from 1 to 65535, got 0"),
     ({"spark_worker_port": True}, "spark_worker_port must be a port"),
     ({"spark_worker_webui_port": 7078}, "spark_worker_port and spark_worker_webui_port must be different ports"),
