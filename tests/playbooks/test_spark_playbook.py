@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
-from simnode import UNREACHABLE_NODES, ansible_env, expose_collection
+from simnode import ROOT, UNREACHABLE_NODES, ansible_env, expose_collection
 
 expose_collection()
 
@@ -77,3 +78,82 @@ def test_bad_settings_are_refused_before_any_host_is_read(tmp_path, extra, gpu02
     # The secret is never shown, not even when it is the problem.
     secret = {**GOOD, **extra}["spark_auth_secret"]
     assert not secret or len(secret) < 8 or secret not in out
+
+
+# The role's files as it writes them for each host, rendered on this machine: its own settings check (preflight.yml,
+# with the facts of a Debian host, so that it reads none), then its templates with its variables, into a folder.
+RENDER = """
+- name: The spark role's files for each host, rendered here
+  hosts: spark_masters:gpu_nodes
+  gather_facts: false
+  vars: %(play_vars)s
+  tasks:
+    - name: Take the facts the role reads as a Debian host's
+      ansible.builtin.set_fact:
+        ansible_distribution: Debian
+        ansible_distribution_major_version: "12"
+        ansible_os_family: Debian
+        ansible_python: {executable: /usr/bin/python3}
+        cacheable: true
+    - name: Check the settings as the role does
+      ansible.builtin.include_role:
+        name: accelops.gpu.spark
+        tasks_from: preflight.yml
+        public: true
+    - name: Write the role's files here
+      ansible.builtin.template:
+        src: %(templates)s/{{ item }}.j2
+        dest: %(out)s/{{ inventory_hostname }}/{{ item }}
+        mode: "0644"
+      loop: "{{ ['spark-defaults.conf'] + ['spark-master.service'] * __spark_is_master
+                + ['spark-worker.service'] * __spark_is_worker }}"
+      vars:
+        __spark_worker_gpus: 2
+"""
+
+LOCAL = """all:
+  vars:
+    ansible_connection: local
+    ansible_python_interpreter: %s
+""" % sys.executable
+
+
+def render(tmp_path, inventory, extra=None, play_vars=None):
+    """{host: {file name: text}} of the role's files, as it would write them with these settings."""
+    out = tmp_path / "out"
+    (tmp_path / "inventory.yml").write_text(inventory + LOCAL)
+    (tmp_path / "render.yml").write_text(RENDER % {
+        "play_vars": json.dumps(play_vars or {}), "templates": ROOT / "roles" / "spark" / "templates", "out": out})
+    for host in ("spark01", "gpu01", "node1"):
+        (out / host).mkdir(parents=True)
+    run = subprocess.run(["ansible-playbook", "-i", "inventory.yml", "render.yml",
+                          "-e", json.dumps({**GOOD, **(extra or {})})],
+                         cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    return {host.name: {path.name: path.read_text() for path in host.iterdir()} for host in out.iterdir()}
+
+
+def setting(text, key):
+    return [line.split(None, 1)[1] for line in text.splitlines() if line.split(None, 1)[:1] == [key]]
+
+
+def test_the_files_of_a_master_and_a_worker(tmp_path):
+    files = render(tmp_path, "spark_masters: {hosts: {spark01: {spark_bind_address: 10.0.0.10}}}\n"
+                             "gpu_nodes: {hosts: {gpu01: {spark_bind_address: 10.0.0.11}}}\n")
+    assert sorted(files["spark01"]) == ["spark-defaults.conf", "spark-master.service"]
+    assert sorted(files["gpu01"]) == ["spark-defaults.conf", "spark-worker.service"]
+    for host in ("spark01", "gpu01"):
+        assert setting(files[host]["spark-defaults.conf"], "spark.master") == ["spark://10.0.0.10:7077"]
+        assert setting(files[host]["spark-defaults.conf"], "spark.authenticate.secret") == [GOOD["spark_auth_secret"]]
+    assert "--host 10.0.0.10 --port 7077 --webui-port 8080\n" in files["spark01"]["spark-master.service"]
+    assert " --host 10.0.0.11 --port 7078 " in files["gpu01"]["spark-worker.service"]
+    assert files["gpu01"]["spark-worker.service"].count("spark://10.0.0.10:7077\n") == 1
+
+
+def test_the_executors_gpus_are_written_as_the_whole_number_spark_reads(tmp_path):
+    """Spark reads spark.executor.resource.gpu.amount as an int: 2.0 there fails every application at its start."""
+    files = render(tmp_path, "spark_masters: {hosts: {spark01: {}}}\ngpu_nodes: {hosts: {gpu01: {}}}\n",
+                   {"spark_executor_gpus": 2.0, "spark_task_gpus": "0.50"})
+    for host in ("spark01", "gpu01"):
+        assert setting(files[host]["spark-defaults.conf"], "spark.executor.resource.gpu.amount") == ["2"]
+        assert setting(files[host]["spark-defaults.conf"], "spark.task.resource.gpu.amount") == ["0.50"]
