@@ -130,7 +130,8 @@ def render(tmp_path, inventory, extra=None, play_vars=None):
                           "-e", json.dumps({**GOOD, **(extra or {})})],
                          cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    return {host.name: {path.name: path.read_text() for path in host.iterdir()} for host in out.iterdir()}
+    return {host.name: {path.name: path.read_text() for path in host.iterdir()} for host in out.iterdir()
+            if any(host.iterdir())}
 
 
 def setting(text, key):
@@ -157,3 +158,23 @@ def test_the_executors_gpus_are_written_as_the_whole_number_spark_reads(tmp_path
     for host in ("spark01", "gpu01"):
         assert setting(files[host]["spark-defaults.conf"], "spark.executor.resource.gpu.amount") == ["2"]
         assert setting(files[host]["spark-defaults.conf"], "spark.task.resource.gpu.amount") == ["0.50"]
+
+
+@pytest.mark.parametrize("inventory, play_vars", [
+    # One host for both, its address set for the play (or as the role's parameter): not in the master's hostvars.
+    ("spark_masters: {hosts: {node1: {}}}\ngpu_nodes: {hosts: {node1: {}}}\n",
+     {"spark_bind_address": "10.9.9.9", "spark_master_port": 7177}),
+    ("spark_masters: {hosts: {spark01: {}}}\ngpu_nodes: {hosts: {gpu01: {}}}\n",
+     {"spark_bind_address": "10.9.9.9", "spark_master_port": 7177}),
+    # The master's own address in the inventory, the worker's too.
+    ("spark_masters: {hosts: {spark01: {spark_bind_address: 10.9.9.9, spark_master_port: 7177}}}\n"
+     "gpu_nodes: {hosts: {gpu01: {spark_bind_address: 10.0.0.11}}}\n", {}),
+])
+def test_everyone_reaches_the_master_where_it_listens(tmp_path, inventory, play_vars):
+    files = render(tmp_path, inventory, play_vars=play_vars)
+    master = next(host for host in files if "spark-master.service" in files[host])
+    assert "--host 10.9.9.9 --port 7177 " in files[master]["spark-master.service"]
+    for host in files:
+        assert setting(files[host]["spark-defaults.conf"], "spark.master") == ["spark://10.9.9.9:7177"]
+        if "spark-worker.service" in files[host]:
+            assert files[host]["spark-worker.service"].count(" spark://10.9.9.9:7177\n") == 1
