@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, accelops.gpu contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The _spark_problems filter, internal to the spark role (no compatibility promise), documented in
-plugins/filter/_spark_problems.py: what is wrong with the role's settings, each problem naming the variable and what is
-allowed, before anything is installed or written."""
+"""The _spark_problems, _spark_discovery_problems and _spark_cluster_problems filters, internal to the spark role (no
+compatibility promise), each documented in its file of plugins/filter: what is wrong with the role's settings, each
+problem naming the variable and what is allowed, before anything is installed or written; what keeps a worker from
+offering its GPUs; and what is wrong with the cluster as its master shows it."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible.errors import AnsibleFilterError
@@ -132,6 +134,31 @@ def spark_problems(settings):
     return problems
 
 
+def spark_discovery_problems(found):
+    """What keeps a worker from offering its GPUs, from the run of its discovery script (the result a command task
+    registers): [] when the script printed what Spark will read at the worker's start, the resource gpu with at least
+    one address, each a text and none twice; else one line, the script's own where it said one."""
+    if not isinstance(found, dict):
+        raise SparkError("the discovery script's run must be the result of a command, got %s" % shown(found))
+    stdout, stderr = (found.get(key) if isinstance(found.get(key), str) else "" for key in ("stdout", "stderr"))
+    if found.get("rc") != 0:
+        said = stderr.strip() or stdout.strip() or str(found.get("msg") or "").strip()
+        return [said or "exit status %s" % shown(found.get("rc"))]
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        answer = None
+    addresses = answer.get("addresses") if isinstance(answer, dict) else None
+    if not isinstance(addresses, list) or answer.get("name") != "gpu" \
+            or not all(isinstance(address, str) and address for address in addresses) \
+            or len(set(addresses)) < len(addresses):
+        return ['its output is not the GPUs as Spark reads them, {"name": "gpu", "addresses": [...]} with no address '
+                "twice: %s" % shown(stdout.strip())]
+    if not addresses:
+        return [stderr.strip() or "it lists none"]
+    return []
+
+
 def spark_cluster_problems(state, workers):
     """What is wrong with a standalone cluster as its master shows it (the JSON of the master's web UI, /json/)
     against the workers expected, [{host, port, gpus: [addresses]}]: each expected worker must be ALIVE there (by host
@@ -162,4 +189,5 @@ def spark_cluster_problems(state, workers):
 
 class FilterModule:
     def filters(self):
-        return {"_spark_problems": spark_problems, "_spark_cluster_problems": spark_cluster_problems}
+        return {"_spark_problems": spark_problems, "_spark_discovery_problems": spark_discovery_problems,
+                "_spark_cluster_problems": spark_cluster_problems}

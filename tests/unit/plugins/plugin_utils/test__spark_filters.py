@@ -8,6 +8,7 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._spark_filters import
     FilterModule,
     SparkError,
     spark_cluster_problems,
+    spark_discovery_problems,
     spark_problems,
 )
 
@@ -22,7 +23,7 @@ GOOD = {
 
 
 def test_filters_are_registered():
-    assert set(FilterModule().filters()) == {"_spark_problems", "_spark_cluster_problems"}
+    assert set(FilterModule().filters()) == {"_spark_problems", "_spark_cluster_problems", "_spark_discovery_problems"}
 
 
 @pytest.mark.parametrize("change", [
@@ -130,3 +131,49 @@ def test_a_state_that_is_not_the_masters_json_is_a_problem_and_bad_expectations_
     assert spark_cluster_problems("<html>", EXPECTED)[0].startswith("its state is not the master's JSON")
     with pytest.raises(SparkError, match="workers must be a list"):
         spark_cluster_problems({"workers": []}, "x")
+
+
+def ran(stdout="", stderr="", rc=0, **more):
+    return {"rc": rc, "stdout": stdout, "stderr": stderr, **more}
+
+
+@pytest.mark.parametrize("found", [
+    ran('{"name": "gpu", "addresses": ["0", "1", "MIG-7c2a-1"]}'),
+    ran('{"name": "gpu", "addresses": ["2"]}\n', "accelops-gpu-spark-discovery: GPU 0 left out: MIG is on"),
+])
+def test_a_discovery_that_spark_will_read_as_gpus_is_no_problem(found):
+    assert spark_discovery_problems(found) == []
+
+
+@pytest.mark.parametrize("found, problem", [
+    # The script's own line, or what Ansible says, or the exit status.
+    (ran(rc=1, stderr="accelops-gpu-spark-discovery: NVML cannot be used: the driver is not loaded\n"),
+     "accelops-gpu-spark-discovery: NVML cannot be used: the driver is not loaded"),
+    (ran(rc=2, msg="[Errno 2] No such file or directory: b'/usr/local/libexec/accelops-gpu/spark-gpus'"),
+     "[Errno 2] No such file or directory"),
+    (ran(rc=137), "exit status 137"),
+    (ran('{"name": "gpu", "addresses": []}', "accelops-gpu-spark-discovery: GPU 0 left out: lost"),
+     "accelops-gpu-spark-discovery: GPU 0 left out: lost"),
+    (ran('{"name": "gpu", "addresses": []}'), "it lists none"),
+    # What Spark would refuse when the worker starts: the role stops first, with the output.
+    (ran('{"name": "gpu"}'), "its output is not the GPUs as Spark reads them"),
+    (ran('{"name": "gpu", "addresses": "0,1"}'), "its output is not the GPUs as Spark reads them"),
+    (ran('{"name": "gpu", "addresses": {"0": 1}}'), "its output is not the GPUs"),
+    (ran('{"name": "gpu", "addresses": [0, 1]}'), "its output is not the GPUs"),
+    (ran('{"name": "gpu", "addresses": ["0", ""]}'), "its output is not the GPUs"),
+    (ran('{"name": "gpu", "addresses": ["0", "0"]}'), "with no address twice"),
+    (ran('{"name": "fpga", "addresses": ["0"]}'), "its output is not the GPUs"),
+    (ran('[1]'), "its output is not the GPUs"),
+    (ran("Traceback (most recent call last):"), "its output is not the GPUs as Spark reads them, "
+                                                '{"name": "gpu", "addresses": [...]} with no address twice: '
+                                                "'Traceback (most recent call last):'"),
+    (ran(""), "its output is not the GPUs"),
+])
+def test_a_discovery_that_gives_spark_no_gpu_is_one_line(found, problem):
+    said = spark_discovery_problems(found)
+    assert len(said) == 1 and problem in said[0], said
+
+
+def test_a_discovery_that_is_no_commands_result_is_an_error():
+    with pytest.raises(SparkError, match="must be the result of a command"):
+        spark_discovery_problems("0,1")
