@@ -20,7 +20,9 @@ class SparkError(AnsibleFilterError):
     """Input from which the cluster cannot be judged; the message names the field."""
 
 
-VERSION = re.compile(r"\A[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\Z")
+# As pip names the release: no leading zero, which pip drops and the role's reading of the environment (_pip_unmet)
+# would not, so that pip ran on every run.
+VERSION = re.compile(r"\A(?:0|[1-9][0-9]{0,2})(?:\.(?:0|[1-9][0-9]{0,2})){2}\Z")
 # What a Spark resource amount looks like in spark-defaults.conf: a whole number or a decimal fraction.
 AMOUNT = re.compile(r"\A[0-9]{1,4}(?:\.[0-9]{1,6})?\Z")
 # A worker's memory as Spark reads it (1g, 512m, 64G); "" for Spark's own default. The worker takes it in whole MiB,

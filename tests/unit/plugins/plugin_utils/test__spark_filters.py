@@ -32,7 +32,8 @@ def test_filters_are_registered():
     {"spark_gpu_exclude": ["MIG-7c2a-1", 0]}, {"spark_gpu_mig": "skip"}, {"spark_master_port": "7077"},
     {"spark_bind_address": "10.0.0.11"}, {"spark_bind_address": "gpu01.cluster.example"},
     {"spark_java_package": "openjdk-21-jre-headless"}, {"spark_index_url": ""},
-    {"spark_worker_memory": "1024k"}, {"spark_worker_memory": "2047t"},
+    {"spark_worker_memory": "1024k"}, {"spark_worker_memory": "2047t"}, {"spark_version": "4.0.0"},
+    {"spark_version": "3.5.10"},
 ])
 def test_good_settings_have_no_problem(change):
     assert spark_problems({**GOOD, **change}) == []
@@ -63,6 +64,9 @@ def test_good_settings_have_no_problem(change):
     ({"spark_worker_port": True}, "spark_worker_port must be a port"),
     ({"spark_worker_webui_port": 7078}, "spark_worker_port and spark_worker_webui_port must be different ports"),
     ({"spark_version": "4.3"}, "spark_version must be a pyspark release"),
+    # pip reads 04.3.0 as 4.3.0, the role's check of the environment does not: pip would run on every run.
+    ({"spark_version": "04.3.0"}, "spark_version must be a pyspark release"),
+    ({"spark_version": "4.3.00"}, "spark_version must be a pyspark release"),
     # What the workers and applications connect to: spark://::1:7077 is no URL Spark reads, and 0.0.0.0 reaches no
     # other host (and would open the web UIs on every address).
     ({"spark_bind_address": "::1"}, "spark_bind_address must be a host name or an IPv4 address"),
