@@ -118,8 +118,8 @@ def spark_problems(settings):
     ports = {}
     for name in PORTS:
         value = settings.get(name)
-        if isinstance(value, bool) or not re.match(r"\A[0-9]{1,5}\Z", str(value)) or not 1 <= int(value) <= 65535:
-            refuse(name, "a port from 1 to 65535")
+        if isinstance(value, bool) or not re.match(r"\A[0-9]{1,5}\Z", str(value)) or not 1024 <= int(value) <= 65535:
+            refuse(name, "a port from 1024 to 65535 (the daemons run as the unprivileged user spark)")
         else:
             ports.setdefault(int(value), []).append(name)
     for port, names in sorted(ports.items()):

@@ -51,7 +51,7 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
     ({"spark_version": "latest"}, {}, "{spark01: {}}", "spark_version must be a pyspark release such as 4.3.0"),
     ({"spark_master_port": 8080}, {}, "{spark01: {}}",
      "spark_master_port and spark_master_webui_port must be different"),
-    ({}, {"spark_worker_port": 70000}, "{spark01: {}}", "spark_worker_port must be a port from 1 to 65535, got 70000"),
+    ({}, {"spark_worker_port": 70000}, "{spark01: {}}", "spark_worker_port must be a port from 1024 to 65535"),
     ({}, {"spark_bind_address": "0.0.0.0\nspark.x"}, "{spark01: {}}", "spark_bind_address"),
     ({}, {"spark_bind_address": "0.0.0.0"}, "{spark01: {}}", "spark_bind_address must be a host name or an IPv4"),
     ({}, {"spark_bind_address": "::1"}, "{spark01: {}}", "no IPv6 address"),

@@ -60,7 +60,10 @@ def test_good_settings_have_no_problem(change):
     # The worker takes whole MiB in an int: less than one is "Memory is below 1MB" at its start, 2048t overflows.
     ({"spark_worker_memory": "512k"}, "spark_worker_memory must be an amount from 1m to 2047t"),
     ({"spark_worker_memory": "2048t"}, "spark_worker_memory must be an amount from 1m to 2047t"),
-    ({"spark_worker_port": 0}, "spark_worker_port must be a port from 1 to 65535, got 0"),
+    ({"spark_worker_port": 0}, "spark_worker_port must be a port from 1024 to 65535"),
+    # The daemons run as the user spark, which cannot bind a port under 1024.
+    ({"spark_master_webui_port": 80}, "spark_master_webui_port must be a port from 1024 to 65535 (the daemons run "
+                                      "as the unprivileged user spark), got 80"),
     ({"spark_worker_port": True}, "spark_worker_port must be a port"),
     ({"spark_worker_webui_port": 7078}, "spark_worker_port and spark_worker_webui_port must be different ports"),
     ({"spark_version": "4.3"}, "spark_version must be a pyspark release"),
