@@ -57,9 +57,9 @@ def _number(value):
 
 
 def spark_problems(settings):
-    """The problems of the spark role's settings (a dict of its variables, plus ``masters``, the hosts of
-    spark_master_group), each one line that names the variable and what it may be; [] when there is none. The secret
-    itself is never shown."""
+    """The problems of the spark role's settings (a dict of its variables, plus ``masters`` and ``workers``, the
+    hosts of spark_master_group and spark_worker_group), each one line that names the variable and what it may be;
+    [] when there is none. The secret itself is never shown."""
     if not isinstance(settings, dict):
         return ["the spark role's settings must be a mapping, got %s" % shown(settings)]
     problems = []
@@ -81,6 +81,9 @@ def spark_problems(settings):
                         % (shown(settings.get("spark_master_group")),
                            ", ".join(shown(host) for host in masters) if isinstance(masters, list) and masters
                            else "none"))
+    if not isinstance(settings.get("workers"), list) or not settings["workers"]:
+        problems.append("the group %s (spark_worker_group) holds no host: the cluster would have no worker"
+                        % shown(settings.get("spark_worker_group")))
     executor = _number(settings.get("spark_executor_gpus"))
     if executor is None or executor < 1 or executor != int(executor):
         refuse("spark_executor_gpus", "a whole number of GPUs of 1 or more")

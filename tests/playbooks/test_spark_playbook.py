@@ -44,6 +44,7 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
     ({"spark_task_gpus": 2}, {}, "{spark01: {}}", "spark_task_gpus (2) must not exceed spark_executor_gpus (1)"),
     ({}, {}, "{}", "the group 'spark_masters' (spark_master_group) must hold one host, the master; it holds none"),
     ({}, {}, "{spark01: {}, spark02: {}}", "must hold one host, the master; it holds 'spark01', 'spark02'"),
+    ({"spark_worker_group": "gpu_node"}, {}, "{spark01: {}}", "the group 'gpu_node' (spark_worker_group) holds no"),
     ({"spark_auth_secret": ""}, {}, "{spark01: {}}", "spark_auth_secret must be set"),
     ({"spark_auth_secret": "short"}, {}, "{spark01: {}}", "spark_auth_secret must be 16 to 1024 printable ASCII"),
     ({"spark_auth_secret": "a secret with spaces in it"}, {}, "{spark01: {}}", "(not shown: it is a secret)"),

@@ -14,6 +14,7 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._spark_filters import
 
 GOOD = {
     "spark_version": "4.3.0", "masters": ["spark01"], "spark_master_group": "spark_masters",
+    "workers": ["gpu01"], "spark_worker_group": "gpu_nodes",
     "spark_executor_gpus": 2, "spark_task_gpus": 1, "spark_gpu_mig": "devices", "spark_gpu_exclude": [3, "GPU-ab-12"],
     "spark_worker_cores": "", "spark_worker_memory": "", "spark_master_port": 7077, "spark_master_webui_port": 8080,
     "spark_worker_port": 7078, "spark_worker_webui_port": 8081, "spark_auth_secret": "0123456789abcdef",
@@ -50,6 +51,9 @@ def test_good_settings_have_no_problem(change):
     ({"spark_task_gpus": 3}, "spark_task_gpus (3) must not exceed spark_executor_gpus (2)"),
     ({"masters": []}, "must hold one host, the master; it holds none"),
     ({"masters": None}, "must hold one host, the master; it holds none"),
+    # A misspelt group: the master alone, and a run that passes with no GPU offered.
+    ({"workers": []}, "the group 'gpu_nodes' (spark_worker_group) holds no host: the cluster would have no worker"),
+    ({"workers": None}, "(spark_worker_group) holds no host"),
     ({"spark_gpu_mig": "all"}, "spark_gpu_mig must be one of devices, gpus, skip"),
     ({"spark_gpu_exclude": [True]}, "spark_gpu_exclude must be a list"),
     ({"spark_gpu_exclude": ["GPU-x y"]}, "spark_gpu_exclude must be a list"),
