@@ -44,6 +44,9 @@ EVERY_ADDRESS = re.compile(r"\A0+(?:\.0+){0,3}\Z")
 # A Debian package name (Policy 5.6.1): never an option for apt, a pattern apt would expand to every package it
 # matches, or a pinned version (name=version), which node_probe would never find installed.
 DEB_PACKAGE = re.compile(r"\A[a-z0-9][a-z0-9+.-]{1,99}\Z")
+# A GPU's address as the discovery script gives it (an NVML index, a MIG device's UUID), which spark-defaults.conf lists
+# on a comment line: printable ASCII without spaces.
+ADDRESS = re.compile(r"\A[!-~]{1,128}\Z")
 MIG = ("devices", "gpus", "skip")
 PORTS = ("spark_master_port", "spark_master_webui_port", "spark_worker_port", "spark_worker_webui_port")
 
@@ -142,7 +145,8 @@ def spark_problems(settings):
 def spark_discovery_problems(found):
     """What keeps a worker from offering its GPUs, from the run of its discovery script (the result a command task
     registers): [] when the script printed what Spark will read at the worker's start, the resource gpu with at least
-    one address, each a text and none twice; else one line, the script's own where it said one."""
+    one address, each a text of printable ASCII without spaces and none twice; else one line, the script's own where
+    it said one."""
     if not isinstance(found, dict):
         raise SparkError("the discovery script's run must be the result of a command, got %s" % shown(found))
     stdout, stderr = (found.get(key) if isinstance(found.get(key), str) else "" for key in ("stdout", "stderr"))
@@ -155,7 +159,7 @@ def spark_discovery_problems(found):
         answer = None
     addresses = answer.get("addresses") if isinstance(answer, dict) else None
     if not isinstance(addresses, list) or answer.get("name") != "gpu" \
-            or not all(isinstance(address, str) and address for address in addresses) \
+            or not all(isinstance(address, str) and ADDRESS.match(address) for address in addresses) \
             or len(set(addresses)) < len(addresses):
         return ['its output is not the GPUs as Spark reads them, {"name": "gpu", "addresses": [...]} with no address '
                 "twice: %s" % shown(stdout.strip())]

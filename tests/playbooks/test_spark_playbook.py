@@ -109,7 +109,8 @@ RENDER = """
       loop: "{{ ['spark-defaults.conf'] + ['spark-master.service'] * __spark_is_master
                 + ['spark-worker.service'] * __spark_is_worker }}"
       vars:
-        __spark_worker_gpus: 2
+        # What the discovery script printed on the worker.
+        __spark_found: {rc: 0, stdout: %(found)s, stderr: ""}
 """
 
 LOCAL = """all:
@@ -119,14 +120,16 @@ LOCAL = """all:
 """ % sys.executable
 
 
-def render(tmp_path, inventory, extra=None, play_vars=None):
-    """{host: {file name: text}} of the role's files, as it would write them with these settings."""
+def render(tmp_path, inventory, extra=None, play_vars=None, gpus=("0", "1")):
+    """{host: {file name: text}} of the role's files, as it would write them with these settings, on workers whose
+    discovery script finds these GPUs."""
     out = tmp_path / "out"
-    (tmp_path / "inventory.yml").write_text(inventory + LOCAL)
-    (tmp_path / "render.yml").write_text(RENDER % {
-        "play_vars": json.dumps(play_vars or {}), "templates": ROOT / "roles" / "spark" / "templates", "out": out})
     for host in ("spark01", "gpu01", "node1"):
         (out / host).mkdir(parents=True)
+    (tmp_path / "inventory.yml").write_text(inventory + LOCAL)
+    (tmp_path / "render.yml").write_text(RENDER % {
+        "play_vars": json.dumps(play_vars or {}), "templates": ROOT / "roles" / "spark" / "templates", "out": out,
+        "found": json.dumps(json.dumps({"name": "gpu", "addresses": list(gpus)}))})
     run = subprocess.run(["ansible-playbook", "-i", "inventory.yml", "render.yml",
                           "-e", json.dumps({**GOOD, **(extra or {})})],
                          cwd=tmp_path, env=ansible_env(), capture_output=True, text=True, check=False)
@@ -179,3 +182,15 @@ def test_everyone_reaches_the_master_where_it_listens(tmp_path, inventory, play_
         assert setting(files[host]["spark-defaults.conf"], "spark.master") == ["spark://10.9.9.9:7177"]
         if "spark-worker.service" in files[host]:
             assert files[host]["spark-worker.service"].count(" spark://10.9.9.9:7177\n") == 1
+
+
+def test_another_set_of_gpus_of_the_same_number_changes_the_workers_configuration(tmp_path):
+    """A worker reads its GPUs once, at its start: spark_gpu_exclude or spark_gpu_mig changed, or MIG devices made
+    anew, must restart it (the role restarts a worker whose spark-defaults.conf changed) also when the number stays."""
+    inventory = "spark_masters: {hosts: {spark01: {}}}\ngpu_nodes: {hosts: {gpu01: {}}}\n"
+    before = render(tmp_path / "before", inventory, gpus=["0", "1", "2"])
+    after = render(tmp_path / "after", inventory, gpus=["0", "1", "3"])
+    assert setting(after["gpu01"]["spark-defaults.conf"], "spark.worker.resource.gpu.amount") == ["3"]
+    assert before["gpu01"]["spark-defaults.conf"] != after["gpu01"]["spark-defaults.conf"]
+    assert "# This worker's GPUs, as the discovery script found them through NVML: 0 1 3\n" \
+        in after["gpu01"]["spark-defaults.conf"]

@@ -172,6 +172,9 @@ def test_a_discovery_that_spark_will_read_as_gpus_is_no_problem(found):
     (ran('{"name": "gpu", "addresses": {"0": 1}}'), "its output is not the GPUs"),
     (ran('{"name": "gpu", "addresses": [0, 1]}'), "its output is not the GPUs"),
     (ran('{"name": "gpu", "addresses": ["0", ""]}'), "its output is not the GPUs"),
+    # spark-defaults.conf lists the addresses on a comment line.
+    (ran('{"name": "gpu", "addresses": ["0", "1\\nspark.authenticate false"]}'), "its output is not the GPUs"),
+    (ran('{"name": "gpu", "addresses": ["0", "GPU 1"]}'), "its output is not the GPUs"),
     (ran('{"name": "gpu", "addresses": ["0", "0"]}'), "with no address twice"),
     (ran('{"name": "fpga", "addresses": ["0"]}'), "its output is not the GPUs"),
     (ran('[1]'), "its output is not the GPUs"),
