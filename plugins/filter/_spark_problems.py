@@ -17,14 +17,17 @@ description:
   - One line per problem with the variables of the P(accelops.gpu.spark#role) role, each naming the variable, what it
     must be and what it is; the secret itself is never shown.
   - >-
-    The master group must hold one host; GPU amounts must be numbers Spark takes (an executor's a whole number of 1 or
-    more, a task's a whole number up to the executor's or a fraction of at most 0.5); the ports must differ; the
-    shared secret must be set.
+    The master group must hold one host, the worker group at least one; GPU amounts must be numbers Spark takes (an
+    executor's a whole number of 1 or more, a task's a whole number up to the executor's or a fraction of at most
+    0.5); the ports must differ; the shared secret must be set; the bind address must be a host name or an IPv4
+    address other than 0.0.0.0; the Java runtime must be a Debian package's name; the index one URL.
   - An empty list when all is well.
 positional: _input
 options:
   _input:
-    description: The role's variables, C(spark_*), by name, and C(masters), the hosts of C(spark_master_group).
+    description:
+      - The role's variables, C(spark_*), by name, and C(masters) and C(workers), the hosts of C(spark_master_group)
+        and C(spark_worker_group).
     type: dict
     required: true
 author:
@@ -38,10 +41,12 @@ EXAMPLES = r"""
   vars:
     problems: >-
       {{ {'spark_version': '4.3.0', 'masters': ['spark01'], 'spark_master_group': 'spark_masters',
+          'workers': ['gpu01'], 'spark_worker_group': 'gpu_nodes',
           'spark_executor_gpus': -1, 'spark_task_gpus': 1, 'spark_gpu_mig': 'devices', 'spark_gpu_exclude': [],
           'spark_worker_cores': '', 'spark_worker_memory': '', 'spark_master_port': 7077,
           'spark_master_webui_port': 8080, 'spark_worker_port': 7078, 'spark_worker_webui_port': 8081,
-          'spark_auth_secret': ''} | accelops.gpu._spark_problems }}
+          'spark_auth_secret': '', 'spark_bind_address': '127.0.0.1', 'spark_java_package': 'openjdk-17-jre-headless',
+          'spark_index_url': 'https://pypi.org/simple'} | accelops.gpu._spark_problems }}
 """
 
 RETURN = r"""
