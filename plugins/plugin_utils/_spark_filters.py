@@ -47,6 +47,10 @@ DEB_PACKAGE = re.compile(r"\A[a-z0-9][a-z0-9+.-]{1,99}\Z")
 # A GPU's address as the discovery script gives it (an NVML index, a MIG device's UUID), which spark-defaults.conf lists
 # on a comment line: printable ASCII without spaces.
 ADDRESS = re.compile(r"\A[!-~]{1,128}\Z")
+# The accelerator jar's URL: get_url fetches it, and its file name, kept as it is, goes on the class path in
+# spark-defaults.conf. No query or fragment, so that the name is the URL's end.
+JAR_URL = re.compile(r"\A(?![^?#]*[?#])(?:https?|file)://[!-~]{0,2048}/([A-Za-z0-9_+-][A-Za-z0-9._+-]{0,200}\.jar)\Z")
+SHA256 = re.compile(r"\A[0-9a-fA-F]{64}\Z")
 MIG = ("devices", "gpus", "skip")
 PORTS = ("spark_master_port", "spark_master_webui_port", "spark_worker_port", "spark_worker_webui_port")
 
@@ -131,6 +135,14 @@ def spark_problems(settings):
     for port, names in sorted(ports.items()):
         if len(names) > 1:
             problems.append("%s must be different ports, all are %d" % (" and ".join(names), port))
+    jar = settings.get("spark_rapids_jar_url")
+    if not isinstance(jar, str) or (jar and not JAR_URL.match(jar)):
+        refuse("spark_rapids_jar_url", '"" for none, or the https://, http:// or file:// URL of a .jar file (its name '
+                                       "of letters, digits and . _ + -), without spaces, query or fragment")
+    elif jar and (not isinstance(settings.get("spark_rapids_jar_sha256"), str)
+                  or not SHA256.match(settings["spark_rapids_jar_sha256"])):
+        refuse("spark_rapids_jar_sha256", "the jar's SHA-256 as 64 hexadecimal digits, required with "
+                                          "spark_rapids_jar_url: the jar runs inside every executor")
     secret = settings.get("spark_auth_secret")
     if secret is None or secret == "":
         problems.append("spark_auth_secret must be set: Spark's standalone cluster runs any code that reaches it "

@@ -35,6 +35,9 @@ GOOD = {"spark_auth_secret": "a-secret-of-some-length"}
 
 
 @pytest.mark.parametrize("extra, gpu02, masters, message", [
+    # A jar that runs inside every executor, unchecked.
+    ({"spark_rapids_jar_url": "https://mirror.example/rapids-4-spark_2.13-25.10.0.jar"}, {}, "{spark01: {}}",
+     "spark_rapids_jar_sha256 must be the jar's SHA-256 as 64 hexadecimal digits, required with spark_rapids_jar_url"),
     ({"spark_executor_gpus": -1}, {}, "{spark01: {}}",
      "spark_executor_gpus must be a whole number of GPUs of 1 or more, got -1"),
     ({"spark_executor_gpus": "two"}, {}, "{spark01: {}}", "spark_executor_gpus must be a whole number"),
@@ -227,3 +230,18 @@ def test_another_set_of_gpus_of_the_same_number_changes_the_workers_configuratio
     assert before["gpu01"]["spark-defaults.conf"] != after["gpu01"]["spark-defaults.conf"]
     assert "# This worker's GPUs, as the discovery script found them through NVML: 0 1 3\n" \
         in after["gpu01"]["spark-defaults.conf"]
+
+
+def test_the_rapids_jar_goes_on_every_class_path_with_its_plugin_and_nowhere_without_it(tmp_path):
+    inventory = "spark_masters: {hosts: {spark01: {}}}\ngpu_nodes: {hosts: {gpu01: {}}}\n"
+    jar = "https://mirror.example/maven2/com/nvidia/rapids-4-spark_2.13/25.10.0/rapids-4-spark_2.13-25.10.0.jar"
+    files = render(tmp_path / "with", inventory, {"spark_rapids_jar_url": jar, "spark_rapids_jar_sha256": "a" * 64})
+    for host in ("spark01", "gpu01"):
+        conf = files[host]["spark-defaults.conf"]
+        assert setting(conf, "spark.plugins") == ["com.nvidia.spark.SQLPlugin"]
+        for key in ("spark.driver.extraClassPath", "spark.executor.extraClassPath"):
+            assert setting(conf, key) == ["/opt/accelops-gpu/spark-jars/rapids-4-spark_2.13-25.10.0.jar"]
+    files = render(tmp_path / "without", inventory)
+    for host in ("spark01", "gpu01"):
+        assert "spark.plugins" not in files[host]["spark-defaults.conf"]
+        assert "extraClassPath" not in files[host]["spark-defaults.conf"]

@@ -19,8 +19,9 @@ GOOD = {
     "spark_worker_cores": "", "spark_worker_memory": "", "spark_master_port": 7077, "spark_master_webui_port": 8080,
     "spark_worker_port": 7078, "spark_worker_webui_port": 8081, "spark_auth_secret": "0123456789abcdef",
     "spark_bind_address": "127.0.0.1", "spark_java_package": "openjdk-17-jre-headless",
-    "spark_index_url": "https://pypi.org/simple",
+    "spark_index_url": "https://pypi.org/simple", "spark_rapids_jar_url": "", "spark_rapids_jar_sha256": "",
 }
+JAR = "https://repo1.maven.org/maven2/com/nvidia/rapids-4-spark_2.13/25.10.0/rapids-4-spark_2.13-25.10.0.jar"
 
 
 def test_filters_are_registered():
@@ -35,6 +36,10 @@ def test_filters_are_registered():
     {"spark_java_package": "openjdk-21-jre-headless"}, {"spark_index_url": ""},
     {"spark_worker_memory": "1024k"}, {"spark_worker_memory": "2047t"}, {"spark_version": "4.0.0"},
     {"spark_version": "3.5.10"},
+    {"spark_rapids_jar_url": JAR, "spark_rapids_jar_sha256": "0" * 63 + "F"},
+    {"spark_rapids_jar_url": "file:///srv/mirror/rapids-4-spark_2.13-25.10.0.jar", "spark_rapids_jar_sha256": "a" * 64},
+    # The checksum counts only with a jar.
+    {"spark_rapids_jar_sha256": "not one"},
 ])
 def test_good_settings_have_no_problem(change):
     assert spark_problems({**GOOD, **change}) == []
@@ -42,6 +47,21 @@ def test_good_settings_have_no_problem(change):
 
 @pytest.mark.parametrize("change, problem", [
     ({"spark_executor_gpus": True}, "spark_executor_gpus must be a whole number of GPUs of 1 or more, got True"),
+    ({"spark_rapids_jar_url": JAR}, "spark_rapids_jar_sha256 must be the jar's SHA-256 as 64 hexadecimal digits, "
+                                    "required with spark_rapids_jar_url"),
+    ({"spark_rapids_jar_url": JAR, "spark_rapids_jar_sha256": "sha256:" + "a" * 64}, "spark_rapids_jar_sha256 must"),
+    ({"spark_rapids_jar_url": JAR, "spark_rapids_jar_sha256": "a" * 63}, "spark_rapids_jar_sha256 must"),
+    ({"spark_rapids_jar_url": "ftp://mirror/rapids.jar"}, "spark_rapids_jar_url must be \"\" for none, or the https://"),
+    ({"spark_rapids_jar_url": "https://mirror/rapids.zip"}, "spark_rapids_jar_url must be"),
+    ({"spark_rapids_jar_url": "https://mirror/"}, "spark_rapids_jar_url must be"),
+    ({"spark_rapids_jar_url": "https://mirror/.jar"}, "spark_rapids_jar_url must be"),
+    ({"spark_rapids_jar_url": "https://mirror/a jar.jar"}, "spark_rapids_jar_url must be"),
+    ({"spark_rapids_jar_url": "https://mirror/x.jar\nspark.authenticate false"}, "spark_rapids_jar_url must be"),
+    ({"spark_rapids_jar_url": ["https://mirror/x.jar"]}, "spark_rapids_jar_url must be"),
+    ({"spark_rapids_jar_url": None}, "spark_rapids_jar_url must be"),
+    # The file name is the URL's end.
+    ({"spark_rapids_jar_url": "https://mirror/get?name=/x.jar"}, "without spaces, query or fragment"),
+    ({"spark_rapids_jar_url": "https://mirror/x.jar#y.jar"}, "without spaces, query or fragment"),
     ({"spark_executor_gpus": 0}, "spark_executor_gpus must be a whole number"),
     ({"spark_executor_gpus": "1e3"}, "spark_executor_gpus must be a whole number"),
     ({"spark_executor_gpus": None}, "spark_executor_gpus must be a whole number"),
