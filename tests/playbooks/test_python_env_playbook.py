@@ -71,3 +71,14 @@ def test_check_mode_on_a_new_environment_says_it_would_install(tmp_path):
     assert returncode == 0, out[-3000:]
     assert "changed=1" in out, out[-3000:]
     assert not (tmp_path / "env").exists()
+
+
+def test_credentials_in_a_requirement_are_not_shown(tmp_path):
+    # A wheel behind a login, at an address where nothing listens: pip's error names the requirement.
+    wheel = "foo @ https://deploy:s3cr3t-t0ken@127.0.0.1:1/foo-1.0-py3-none-any.whl"
+    returncode, out = run(tmp_path, tmp_path / "env", "-e", json.dumps({
+        "python_env_requirements": [wheel], "python_env_pip_args": ["--no-index", "--retries", "0", "--timeout", "1"]}))
+    assert returncode == 2, out[-3000:]
+    message = json.loads(out.split("FAILED! => ", 1)[1].split("} ", 1)[0] + "}")["msg"]
+    assert "(foo @ https://****@127.0.0.1:1/foo-1.0-py3-none-any.whl) into" in message, message
+    assert "s3cr3t-t0ken" not in out, out[-3000:]

@@ -102,6 +102,18 @@ VALIDATE = """
     ({"spark_validate_conf": {"--master": "local"}}, "spark_validate_conf must map Spark settings"),
     ({"spark_validate_conf": "spark.executor.cores=2"}, "spark_validate_conf"),
     ({"spark_validate_tasks": "many"}, "spark_validate_tasks"),
+    # The job sent to another master, or without the cluster's authentication, or its driver (and GPU-CHECK line)
+    # moved onto a worker.
+    ({"spark_validate_conf": {"spark.master": "spark://elsewhere.example:7077"}}, "none of spark.master"),
+    ({"spark_validate_conf": {"spark.remote": "sc://elsewhere.example"}}, "none of spark.master"),
+    ({"spark_validate_conf": {"spark.authenticate": "false"}}, "none of spark.master"),
+    ({"spark_validate_conf": {"spark.authenticate.secret": "another-secret-here"}}, "none of spark.master"),
+    ({"spark_validate_conf": {"spark.submit.deployMode": "cluster"}}, "none of spark.master"),
+    ({"spark_validate_tasks": -1}, "spark_validate_tasks must be a task count from 0 (two per worker) to 9999, got -1"),
+    ({"spark_validate_tasks": 100000000}, "spark_validate_tasks must be a task count"),
+    # timeout 0 is no limit at all.
+    ({"spark_validate_timeout": 0}, "spark_validate_timeout must be seconds from 10 to 99999, got 0"),
+    ({"spark_validate_timeout": -5}, "spark_validate_timeout must be seconds from 10 to 99999, got -5"),
 ])
 def test_bad_validation_settings_run_nothing(tmp_path, extra, message):
     (tmp_path / "inventory.yml").write_text(INVENTORY % {"masters": "{spark01: {}}", "gpu02": "{}"})

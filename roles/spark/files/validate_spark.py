@@ -46,8 +46,10 @@ def problems(records, state, amount=1.0):
     offered = {}
     for worker in state["workers"]:
         if worker["state"] == "ALIVE":
+            # A worker that offers no GPU (one started outside the role) has no resource gpu: none of its tasks can
+            # pass, which the checks below say, rather than the job ending on a KeyError.
             offered["spark://Worker@%s:%s" % (worker["host"], worker["port"])] = set(
-                worker["resources"]["gpu"]["addresses"])
+                worker.get("resources", {}).get("gpu", {}).get("addresses", []))
     for record in records:
         if len(record["gpus"]) != wanted:
             found.append("task %d got the GPUs %s, not %d" % (record["task"], record["gpus"], wanted))
