@@ -54,7 +54,7 @@ def test_a_release_the_index_does_not_have_is_one_clear_error(tmp_path):
     assert message.startswith(
         "pip could not install Spark (pyspark 9.9.9) (pyspark==9.9.9) into %s: " % venv), message
     assert "No matching distribution found for pyspark==9.9.9" in message, message
-    assert "The environment was created and holds none of them." in message, message
+    assert "The environment was not there before, and holds none of them if pip made it." in message, message
     assert "stdout:" not in message and ":stderr:" not in message, message
     # The environment pip made is there, without pyspark.
     assert (venv / "bin" / "activate").is_file()
