@@ -127,6 +127,8 @@ def test_bad_validation_settings_run_nothing(tmp_path, extra, message):
     # Refused before the job was put in place or run.
     assert "accelops.gpu.spark : Put the validation job in place" not in out, out[-3000:]
     assert "accelops.gpu.spark : Run a GPU job" not in out, out[-3000:]
+    # A value given to the job may be a secret: the refusal names the settings, never their values.
+    assert "another-secret-here" not in out, out[-3000:]
 
 
 # The role's files as it writes them for each host, rendered on this machine: its own settings check (preflight.yml,
