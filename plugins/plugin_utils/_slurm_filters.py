@@ -164,6 +164,15 @@ def slurm_node_states(output, names):
     return _slurm_nodes.node_states(output, names, error)
 
 
+@_filter("_slurm_cluster_members")
+def slurm_cluster_members(hosts, hostvars, conf, gres, play_hosts):
+    """The cluster's GPU nodes: those of the play as they described themselves, the others as the controller's
+    slurm.conf and gres.conf keep them (configless mode)."""
+    from ansible_collections.accelops.gpu.plugins.plugin_utils import _slurm_members
+
+    return _slurm_members.cluster_members(hosts, hostvars, conf, gres, play_hosts)
+
+
 @_filter("_slurm_health_actions")
 def slurm_health_actions(lines, verdicts, drain_on="critical", prefix="accelops-gpu:"):
     """Which nodes to drain or resume after a GPU health check, from scontrol show node --oneliner."""
@@ -227,6 +236,7 @@ class FilterModule:
             "_slurm_foreign_scripts": slurm_foreign_scripts,
             "_slurm_site_scripts": slurm_site_scripts,
             "slurm_node_states": slurm_node_states,
+            "_slurm_cluster_members": slurm_cluster_members,
             "_slurm_health_actions": slurm_health_actions,
             "_slurm_maintenance": slurm_maintenance,
             "_slurm_allreduce_plan": slurm_allreduce_plan,

@@ -37,8 +37,9 @@ INTERNAL = {
     "_file_matches", "_gpu_waste_window", "_ipoib_problems", "_kernel_headers_missing", "_key_download_problem",
     "_newest_version", "_package_offers", "_pip_unmet", "_running_units", "_signing_key_problems", "_site_mirror_needs",
     "_site_mirror_problems", "_spark_problems", "_spark_cluster_problems", "_spark_discovery_problems",
-    "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_gres_mismatch",
-    "_slurm_health_actions", "_slurm_maintenance", "_slurm_node_problems", "_slurm_site_scripts",
+    "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_cluster_members", "_slurm_foreign_scripts",
+    "_slurm_gres_mismatch", "_slurm_health_actions", "_slurm_maintenance", "_slurm_node_problems",
+    "_slurm_site_scripts",
     "_kubernetes_health_actions", "_kubectl_steps", "_kubernetes_maintenance", "_kubernetes_gpu_pods",
 }
 # Where the collection calls its own filters.

@@ -28,7 +28,8 @@ from ansible_collections.accelops.gpu.plugins.plugin_utils._slurm_filters import
 
 NAMES = {"slurm_node_gres", "slurm_hardware", "slurm_node_line", "slurm_gres_conf", "_slurm_gres_mismatch",
          "_slurm_node_problems", "slurm_node_states", "_slurm_health_actions", "_slurm_maintenance",
-         "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_site_scripts"}
+         "_slurm_allreduce_plan", "_slurm_allreduce_result", "_slurm_foreign_scripts", "_slurm_site_scripts",
+         "_slurm_cluster_members"}
 SLURMD_C = ("NodeName=dgx01 CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063937\n"
             "UpTime=12-03:04:05\n")
 MIG_MINORS = "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"

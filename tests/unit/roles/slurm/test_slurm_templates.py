@@ -294,19 +294,35 @@ def test_slurm_conf_names_the_shared_gres_types():
     assert "GresTypes=gpu,shard,mps" in lines
 
 
-def test_gres_types_are_those_of_every_node():
-    """GresTypes (slurm.conf, the same on every host) holds shard and mps where any node has them, in that order."""
+GRES_TYPES_BATCH = Batch()
+GRES_TYPE_LINES = {"gpu": "AutoDetect=nvml", "shard": "Name=shard Count=4 File=/dev/nvidia0",
+                   "mps": "Name=mps Count=100 File=/dev/nvidia0"}
+
+
+def gres_types_case(names):
+    nodes = ["dgx01", "pcie01"]
+    hostvars = {node: {"__slurm_node": {"name": node, "line": "NodeName=" + node,
+                                        "gres_conf": [GRES_TYPE_LINES[name] for name in node_names]}}
+                for node, node_names in zip(nodes, names)}
+    hostvars["ctl"] = {"__slurm_state": {"files": {}}}
+    return GRES_TYPES_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": "ctl", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": nodes},
+        "hostvars": hostvars, "ansible_play_hosts_all": ["ctl", *nodes]},
+        [("types", "{{ __slurm_members.gres_types }}")])
+
+
+@pytest.mark.parametrize("types, key", [
+    (types, gres_types_case(names)) for names, types in [
+        ((["gpu"], ["gpu"]), ["gpu"]), ((["gpu", "shard"], ["gpu"]), ["gpu", "shard"]),
+        ((["gpu", "mps"], ["gpu", "shard"]), ["gpu", "shard", "mps"]), (([], []), ["gpu"])]
+])
+def test_gres_types_are_those_of_every_node(types, key):
+    """GresTypes (slurm.conf, the same on every host) holds shard and mps where any node has them, in that order:
+    from each node's gres.conf lines, those of the play's nodes and those the controller keeps for the others."""
     task = next(task for task in yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
                 if task["name"] == "Write the configuration")
-    expression = task["vars"]["__slurm_gres_types"]
-    groups = {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01", "pcie01"]}
-    for names, types in [((["gpu"], ["gpu"]), ["gpu"]), ((["gpu", "shard"], ["gpu"]), ["gpu", "shard"]),
-                         ((["gpu", "mps"], ["gpu", "shard"]), ["gpu", "shard", "mps"]), (([], []), ["gpu"])]:
-        hostvars = {node: {"__slurm_node": {"gres": [{"name": name} for name in node_names]}}
-                    for node, node_names in zip(groups["gpu_nodes"], names)}
-        templar = Templar(loader=DataLoader(), variables={"groups": groups, "hostvars": hostvars,
-                                                          "__slurm_nodes": groups["gpu_nodes"]})
-        assert templar.template(trust_as_template(expression)) == types
+    assert task["vars"]["__slurm_gres_types"] == "{{ __slurm_members.gres_types }}"
+    assert GRES_TYPES_BATCH[key]["types"] == types
 
 
 SHARDS_CHECK = preflight_task("slurm", "Check the shard count")
@@ -753,3 +769,105 @@ def test_a_directory_that_another_user_owns_is_not_used(job_map_script):
     os.chown(directory, 65534, 65534)
     assert "cannot use" in run("prolog_slurmd", "9", gpus="0")
     assert files() == {}
+
+
+# --------------------------------------------------------------------------- Configless mode (slurm_configless)
+
+
+CONFIGLESS_CLUSTER = {"name": "gpucluster", "slurmctld_port": 16817, "partition": "gpu", "partition_default": True,
+                      "cgroups": "auto", "site_scripts": {}, "configless": True}
+
+
+def test_configless_slurm_conf_serves_the_nodes_and_the_controller_holds_gres_conf():
+    lines = settings(render("slurm.conf.j2", __slurm_cluster=CONFIGLESS_CLUSTER))
+    assert "SlurmctldParameters=enable_configless" in lines
+    assert "SlurmctldParameters=enable_configless" not in settings(render("slurm.conf.j2"))
+    gres = ["NodeName=dgx01 AutoDetect=nvml", "NodeName=pcie01 AutoDetect=off",
+            "NodeName=pcie01 Name=gpu Type=nvidia_l40s File=/dev/nvidia0"]
+    assert settings(render("gres-cluster.conf.j2", __slurm_members={"gres_lines": gres})) == gres
+
+
+def test_configless_slurmd_fetches_from_the_controller_and_starts_only_once_checked():
+    configless = {"__slurm_configless": True, "__slurm_is_controller": False, "__slurm_conf_server": "10.0.0.1:6817"}
+    assert settings(render("slurmd-options.j2", slurm_node_name="dgx01", **configless)) == [
+        'SLURMD_OPTIONS="-N dgx01 --conf-server 10.0.0.1:6817"']
+    # The unit's own condition on slurm.conf is reset; the start waits for the checked configuration.
+    assert settings(render("slurmd-dropin.conf.j2", **configless)) == [
+        "[Unit]", "ConditionPathExists=", "AssertPathExists=/var/lib/accelops-gpu/slurm-candidate/slurm.conf"]
+    # A controller that is a GPU node too keeps its slurm.conf.
+    controller = {**configless, "__slurm_is_controller": True}
+    assert settings(render("slurmd-dropin.conf.j2", **controller)) == [
+        "[Unit]", "AssertPathExists=/etc/slurm/slurm.conf"]
+
+
+CONFIGLESS_BATCH = Batch()
+
+
+@pytest.mark.parametrize("host, files, key", [
+    (host, files, CONFIGLESS_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": host, "groups": {"slurm_controllers": ["ctl", "both"], "gpu_nodes": ["dgx01", "both"]},
+        "ansible_facts": {"service_mgr": "systemd"},
+        "hostvars": {"ctl": {"__slurm_me": {"cluster": {"configless": True}}}}},
+        [("files", "{{ (__slurm_cluster_files + __slurm_node_files) | map(attribute='dest') | list }}"),
+         ("leftovers", "{{ __slurm_leftover_files }}"), ("after", "{{ __slurm_daemons_after }}")]))
+    for host, files in [
+        ("ctl", ["/etc/slurm/slurm.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/gres.conf"]),
+        ("dgx01", ["/etc/default/slurmd"]),
+        ("both", ["/etc/slurm/slurm.conf", "/etc/slurm/cgroup.conf", "/etc/slurm/gres.conf", "/etc/default/slurmd"]),
+    ]
+])
+def test_configless_files_are_the_controllers(host, files, key):
+    """Configless: the cluster's files (gres.conf the whole cluster's) on the controller alone; a GPU node has its
+    options, removes its own older copies, and starts slurmd after the controller applied its configuration."""
+    result = CONFIGLESS_BATCH[key]
+    assert result["files"] == files
+    node_only = host == "dgx01"
+    assert result["leftovers"] == (["/etc/slurm/slurm.conf", "/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf"]
+                                   if node_only else [])
+    assert result["after"] == (["slurmd"] if node_only else [])
+
+
+# --------------------------------------------------------------------------- A node that leaves the cluster
+
+
+LEAVING_CHECK = preflight_task("slurm", "Check that no job runs on a node that leaves the cluster")
+LEAVING_TEMPLATES = [("that", "{{ %s }}" % LEAVING_CHECK["ansible.builtin.assert"]["that"]),
+                     ("msg", LEAVING_CHECK["ansible.builtin.assert"]["fail_msg"])]
+LEAVING_BATCH = Batch()
+LEAVING_CONF = base64.b64encode(b"NodeName=dgx01 CPUs=8 Gres=gpu:x:1 State=UNKNOWN\n"
+                                b"NodeName=old01 CPUs=8 Gres=gpu:x:1 State=UNKNOWN\n").decode()
+
+
+def leaving_case(sinfo):
+    return LEAVING_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": "dgx01", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
+        "ansible_play_hosts_all": ["ctl", "dgx01"],
+        "hostvars": {"ctl": {"__slurm_leaving": sinfo,
+                             "__slurm_state": {"files": {"/etc/slurm/slurm.conf": {"exists": True, "type": "file",
+                                                                                  "content": LEAVING_CONF}}}},
+                     "dgx01": {"__slurm_me": {"name": "dgx01"}}}}, LEAVING_TEMPLATES, LEAVING_CHECK["vars"])
+
+
+@pytest.mark.parametrize("sinfo, ok, said, key", [
+    (sinfo, ok, said, leaving_case(sinfo)) for sinfo, ok, said in [
+        ({"rc": 0, "stdout_lines": ["old01 idle"]}, True, ""),
+        ({"rc": 0, "stdout_lines": ["old01 drained"]}, True, ""),
+        ({"rc": 0, "stdout_lines": ["old01 mixed"]}, False,
+         "old01 would leave the cluster (no longer in the group gpu_nodes) while jobs run"),
+        ({"rc": 0, "stdout_lines": ["old01 allocated+"]}, False, "old01 would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 draining"]}, False, "old01 would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 completing"]}, False, "old01 would leave"),
+        ({"rc": 1, "stdout_lines": [], "stderr": "slurm_load_node error: Unable to contact slurm controller"}, False,
+         "Slurm could not say whether jobs run on old01, which would leave the cluster (no longer in the group "
+         "gpu_nodes): slurm_load_node error: Unable to contact slurm controller"),
+        # slurmctld not running: the read was skipped, and no job can be lost.
+        ({"skipped": True}, True, ""),
+    ]
+])
+def test_a_node_with_jobs_does_not_leave_the_cluster(sinfo, ok, said, key):
+    """The controller's slurm.conf has old01, the group no longer has it: the run that would drop it is refused while
+    Slurm says a job runs there, or cannot say."""
+    result = LEAVING_BATCH[key]
+    assert result["that"] is ok, result
+    if not ok:
+        assert said in result["msg"] and result["msg"].endswith("Nothing was changed."), result["msg"]
