@@ -25,6 +25,9 @@ description:
   - A kept node counts as in a container where the controller's C(slurm.conf) does not confine jobs
     (C(ProctrackType) other than C(proctrack/cgroup)), so that O(accelops.gpu.slurm#role:main:slurm_cgroups=auto)
     decides as the full run did.
+  - Only the role's own lines are kept (C(NodeName=) and one name, then settings, in printable ASCII with no comment,
+    quote or escape); any other line that Slurm reads is never rewritten, and a node outside the play that has one is
+    listed under C(problems).
   - A file that does not exist has no node. A read without its text is an error.
 positional: _input, hostvars, conf, gres, play_hosts
 options:
@@ -70,7 +73,11 @@ _value:
     C(nodes), each with C(name), C(line) (slurm.conf's), C(gres) (records or the C(Gres=) value), C(gres_conf)
     (its gres.conf lines without C(NodeName=)) and C(in_container); C(unknown) and C(waiting), lists of hosts;
     C(removed), the node names of the controller's C(slurm.conf) that are none of the group's (a node of the play not
-    described yet counts under the name it published, C(__slurm_me.name));
+    described yet counts under the name it published, C(__slurm_me.name)), then the C(NodeName=) values of entries the
+    role did not write (a hostlist such as C(gpu[01-04])); C(names), the node names of the group's hosts;
+    C(problems), why a node outside the play cannot be kept as the controller has it (a line the role did not write,
+    two lines for one node, no C(gres.conf) line, a C(slurm.conf) not yet in configless mode, a C(slurm_node_name)
+    that is not text) and each node name that two hosts share;
     C(gres_lines), the cluster's C(gres.conf) lines with C(NodeName=); C(gres_types), slurm.conf's C(GresTypes).
   type: dict
 """

@@ -114,3 +114,117 @@ def test_the_nodes_that_leave_are_those_of_slurm_conf_the_group_no_longer_has():
     # A slurm.conf that cannot be read removes nothing here (the preflight's check of its scripts says why).
     assert MEMBERS(["new01"], {"new01": {"__slurm_node": NEW}}, {"exists": True, "type": "link"}, None,
                    ["new01"])["removed"] == []
+
+
+# --------------------------------------------------------------------------- Odd and hostile controller files
+
+
+def kept(conf, gres=GRES, hostvars=None, play=None):
+    hostvars = hostvars if hostvars is not None else {"dgx01": {}, "pcie01": {}}
+    return MEMBERS(list(hostvars), hostvars, read(conf), read(gres), play or [])
+
+
+def test_crlf_blanks_and_extra_spaces_are_read_as_slurm_reads_them():
+    conf = CONF.replace("\n", "\r\n").replace("NodeName=dgx01 NodeAddr", "  NodeName=dgx01  \tNodeAddr")
+    found = kept(conf, GRES.replace("\n", "\r\n"))
+    assert found["problems"] == [] and found["unknown"] == []
+    assert found["nodes"][0]["line"] == "NodeName=dgx01  \tNodeAddr" + H100[len("NodeName=dgx01 NodeAddr"):]
+    assert found["nodes"][1]["gres_conf"] == ["AutoDetect=off",
+                                              "Name=gpu Type=nvidia_l40s File=/dev/nvidia0 Cores=0-31"]
+    assert all("\r" not in line for line in found["gres_lines"])
+
+
+@pytest.mark.parametrize("line, said", [
+    # Two lines for one node: which one Slurm uses is not clear.
+    (H100 + "\n" + H100.replace("CPUs=224", "CPUs=8"), "more than one NodeName=dgx01 line (dgx01)"),
+    # Hand-written: a comment, a continued line, a quoted value, an escape, a control character.
+    (H100 + " # moved to rack 4", "NodeName=dgx01 line of the controller's slurm.conf (dgx01) is not one"),
+    (H100.replace(" CPUs=224", " \\\n CPUs=224"), "(dgx01) is not one this role writes"),
+    (H100.replace("State=UNKNOWN", 'Features="a b"'), "(dgx01) is not one this role writes"),
+    (H100.replace("State=UNKNOWN", "Features=a\\#b"), "(dgx01) is not one this role writes"),
+    (H100.replace(" CPUs", "\x00CPUs"), "(dgx01) is not one this role writes"),
+    (H100.replace(" CPUs", "\x0bCPUs"), "(dgx01) is not one this role writes"),
+    (H100.replace(" CPUs", "\u2028CPUs"), "(dgx01) is not one this role writes"),
+])
+def test_a_kept_node_whose_lines_are_not_the_roles_is_refused_never_rewritten(line, said):
+    found = kept(CONF.replace(H100, line))
+    assert [problem for problem in found["problems"] if said in problem], found["problems"]
+    assert [node["name"] for node in found["nodes"]] == ["pcie01"]
+    # Nothing of such a line reaches the files the role writes.
+    assert all("\x00" not in text and "\x0b" not in text for text in found["gres_lines"])
+
+
+def test_a_name_that_is_part_of_another_is_its_own_node():
+    conf = CONF.replace(H100, H100 + "\nNodeName=dgx0 CPUs=8 Gres=gpu:x:1 State=UNKNOWN")
+    found = kept(conf, GRES + "NodeName=dgx0 AutoDetect=nvml\n", {"dgx01": {}, "dgx0": {}, "pcie01": {}})
+    assert found["problems"] == []
+    assert [(node["name"], node["gres_conf"][0]) for node in found["nodes"]] == [
+        ("dgx01", "AutoDetect=nvml"), ("dgx0", "AutoDetect=nvml"), ("pcie01", "AutoDetect=off")]
+
+
+def test_a_kept_node_without_gres_conf_lines_is_refused():
+    found = kept(CONF, GRES.replace("NodeName=pcie01", "NodeName=pcie02"))
+    assert found["problems"] == ["the controller's gres.conf has no NodeName=pcie01 line (pcie01)"]
+
+
+def test_gres_conf_lines_of_a_node_not_in_slurm_conf_are_dropped():
+    found = kept(CONF, GRES + "NodeName=ghost01 AutoDetect=nvml\n")
+    assert found["problems"] == []
+    assert not [line for line in found["gres_lines"] if "ghost01" in line]
+
+
+@pytest.mark.parametrize("extra", ["AutoDetect=nvml", "NodeName=dgx[01-02] Name=gpu File=/dev/nvidia[0-7]",
+                                   "NodeName=dgx01 Name=gpu File=/dev/nvidia0 # spare", "NodeName=dgx01"])
+def test_hand_written_gres_conf_lines_are_refused_not_dropped(extra):
+    found = kept(CONF, GRES + "# a comment is fine\n\n" + extra + "\n")
+    assert found["problems"] == ["the controller's gres.conf has lines this role does not write (line 8), which "
+                                 "the cluster's gres.conf would drop"]
+
+
+def test_a_slurm_conf_not_in_configless_mode_keeps_no_node():
+    found = kept(CONF.replace("SlurmctldParameters=enable_configless\n", ""), "")
+    assert [problem for problem in found["problems"]
+            if problem.startswith("the controller's slurm.conf is not in configless mode yet")]
+    # With other flags, in any case.
+    conf = CONF.replace("=enable_configless", "=idle_on_node_suspend,Enable_Configless")
+    assert kept(conf)["problems"] == []
+
+
+@pytest.mark.parametrize("name, said", [
+    (["dgx01"], "dgx01: slurm_node_name must be a node name (letters, digits, _ . and -), got a list"),
+    ({"a": 1}, "got a dict"),
+    (True, "got a bool"),
+    # A number would be the host name's fallback otherwise, and a node of the play may not have one either.
+    (1001, "got 1001"),
+])
+def test_a_slurm_node_name_that_is_no_name_is_refused(name, said):
+    found = kept(CONF, hostvars={"dgx01": {"slurm_node_name": name}, "pcie01": {}})
+    assert said in found["problems"][0] and found["unknown"] == []
+
+
+@pytest.mark.parametrize("name", ["dgx01\nNodeName=evil", "dgx01 ", "", "dgx01\x00"])
+def test_a_slurm_node_name_with_a_newline_matches_no_kept_node(name):
+    found = kept(CONF, hostvars={"dgx01": {"slurm_node_name": name}, "pcie01": {}})
+    assert not [node for node in found["nodes"] if node["host"] == "dgx01"]
+    assert "dgx01" in found["unknown"] or found["problems"]
+
+
+def test_a_node_of_the_play_may_not_take_a_kept_nodes_name():
+    hostvars = {"dgx01": {}, "new01": {"__slurm_me": {"name": "dgx01"}}, "pcie01": {}}
+    found = MEMBERS(list(hostvars), hostvars, read(CONF), read(GRES), ["new01"])
+    assert found["problems"] == ["dgx01 and new01 have the same node name dgx01 (slurm_node_name, else the short "
+                                 "host name)"]
+    # Two hosts outside the play under one name: never two NodeName= lines for it.
+    hostvars = {"dgx01": {}, "other": {"slurm_node_name": "dgx01"}, "pcie01": {}}
+    assert "dgx01 and other have the same node name dgx01" in kept(CONF, hostvars=hostvars)["problems"][0]
+
+
+def test_hand_written_node_entries_are_asked_about_before_they_leave():
+    """A NodeName= entry the role did not write (a hostlist, another case, a comment) is dropped by the role's
+    slurm.conf as well: sinfo is asked about it, never skipped."""
+    conf = (CONF + "NodeName=old[01-04] CPUs=8 State=UNKNOWN\nnodename=old05 CPUs=8\n"
+            "NodeName=old06 CPUs=8 # spare\nNodeName = old07 CPUs=8\nNodeName=DEFAULT CPUs=8\nNodeName=pcie01\tX=1 #\n")
+    hostvars = {"dgx01": {}, "new01": {"__slurm_node": NEW}}
+    found = MEMBERS(list(hostvars), hostvars, read(conf), read(GRES), ["new01"])
+    assert found["removed"] == ["old05", "pcie01", "old[01-04]", "old06", "old07"]
+    assert found["names"] == ["dgx01", "new01"]

@@ -836,6 +836,7 @@ LEAVING_TEMPLATES = [("that", "{{ %s }}" % LEAVING_CHECK["ansible.builtin.assert
 LEAVING_BATCH = Batch()
 LEAVING_CONF = base64.b64encode(b"NodeName=dgx01 CPUs=8 Gres=gpu:x:1 State=UNKNOWN\n"
                                 b"NodeName=old01 CPUs=8 Gres=gpu:x:1 State=UNKNOWN\n").decode()
+LEAVING_READ = {"exists": True, "type": "file", "content": LEAVING_CONF}
 
 
 def leaving_case(sinfo):
@@ -843,8 +844,7 @@ def leaving_case(sinfo):
         "inventory_hostname": "dgx01", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
         "ansible_play_hosts_all": ["ctl", "dgx01"],
         "hostvars": {"ctl": {"__slurm_leaving": sinfo,
-                             "__slurm_state": {"files": {"/etc/slurm/slurm.conf": {"exists": True, "type": "file",
-                                                                                  "content": LEAVING_CONF}}}},
+                             "__slurm_state": {"files": {"/etc/slurm/slurm.conf": LEAVING_READ}}},
                      "dgx01": {"__slurm_me": {"name": "dgx01"}}}}, LEAVING_TEMPLATES, LEAVING_CHECK["vars"])
 
 
@@ -853,10 +853,22 @@ def leaving_case(sinfo):
         ({"rc": 0, "stdout_lines": ["old01 idle"]}, True, ""),
         ({"rc": 0, "stdout_lines": ["old01 drained"]}, True, ""),
         ({"rc": 0, "stdout_lines": ["old01 mixed"]}, False,
-         "old01 would leave the cluster (no longer in the group gpu_nodes) while jobs run"),
-        ({"rc": 0, "stdout_lines": ["old01 allocated+"]}, False, "old01 would leave"),
-        ({"rc": 0, "stdout_lines": ["old01 draining"]}, False, "old01 would leave"),
-        ({"rc": 0, "stdout_lines": ["old01 completing"]}, False, "old01 would leave"),
+         "old01 (mixed) would leave the cluster (no longer in the group gpu_nodes) while jobs run"),
+        ({"rc": 0, "stdout_lines": ["old01 allocated+"]}, False, "old01 (allocated+) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 draining"]}, False, "old01 (draining) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 completing"]}, False, "old01 (completing) would leave"),
+        # sinfo's suffixes: not responding (*), planned (-), powered off (~), ...
+        ({"rc": 0, "stdout_lines": ["old01 mixed-"]}, False, "old01 (mixed-) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 allocated*"]}, False, "old01 (allocated*) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 drained*", "old01 idle~", "old01 down*", "old01 planned"]}, True, ""),
+        # A state that is not one of a node without jobs counts as busy (failing has jobs; a future state may).
+        ({"rc": 0, "stdout_lines": ["old01 failing"]}, False, "old01 (failing) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 reboot_requested"]}, False, "old01 (reboot_requested) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 idle+drain", "old01 idle"]}, False, "old01 (idle+drain) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 maint$"]}, False, "old01 (maint$) would leave"),
+        ({"rc": 0, "stdout_lines": ["old01 mixed", "old01 mixed"]}, False, "old01 (mixed) would leave the"),
+        # A node that stays (a hand-written hostlist in slurm.conf may name it) never counts.
+        ({"rc": 0, "stdout_lines": ["dgx01 allocated", "old01 idle"]}, True, ""),
         ({"rc": 1, "stdout_lines": [], "stderr": "slurm_load_node error: Unable to contact slurm controller"}, False,
          "Slurm could not say whether jobs run on old01, which would leave the cluster (no longer in the group "
          "gpu_nodes): slurm_load_node error: Unable to contact slurm controller"),
@@ -871,3 +883,102 @@ def test_a_node_with_jobs_does_not_leave_the_cluster(sinfo, ok, said, key):
     assert result["that"] is ok, result
     if not ok:
         assert said in result["msg"] and result["msg"].endswith("Nothing was changed."), result["msg"]
+        assert result["msg"].count("old01 (") <= 1 and "\n" not in result["msg"], result["msg"]
+
+
+LEAVING_READ_TASK = preflight_task("slurm", "Read the nodes that leave the cluster")
+LEAVING_READ_BATCH = Batch()
+
+
+def leaving_read_case(services):
+    state = {"files": {"/etc/slurm/slurm.conf": {"exists": True, "type": "file", "content": LEAVING_CONF}},
+             "services": services}
+    return LEAVING_READ_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": "ctl", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": ["dgx01"]},
+        "ansible_play_hosts_all": ["ctl", "dgx01"], "__slurm_state": state,
+        "hostvars": {"ctl": {"__slurm_state": state}, "dgx01": {"__slurm_me": {"name": "dgx01"}}}},
+        [("when", "{{ (%s) | list | select | list | length == %d }}"
+          % (", ".join("(%s)" % condition for condition in LEAVING_READ_TASK["when"]) + ",",
+             len(LEAVING_READ_TASK["when"]))),
+         ("argv", LEAVING_READ_TASK["ansible.builtin.command"]["argv"][-1])])
+
+
+@pytest.mark.parametrize("asked, key", [
+    (asked, leaving_read_case(services)) for services, asked in [
+        ({"slurmctld": {"active_state": "active", "unit_file_state": "enabled"}}, True),
+        # Running but not started at boot: its jobs are there all the same.
+        ({"slurmctld": {"active_state": "active", "unit_file_state": "disabled"}}, True),
+        ({"slurmctld": {"active_state": "reloading", "unit_file_state": "enabled"}}, True),
+        ({"slurmctld": {"active_state": "inactive", "unit_file_state": "enabled"}}, False),
+        ({"slurmctld": {"active_state": "failed", "unit_file_state": "enabled"}}, False),
+        ({}, False), (None, False),
+    ]
+])
+def test_slurm_is_asked_whenever_slurmctld_runs(asked, key):
+    result = LEAVING_READ_BATCH[key]
+    assert result["when"] is asked, result
+    assert result["argv"] == "--nodes=old01"
+
+
+MEMBERS_CHECK = preflight_task("slurm", "Check that every GPU node outside this play is in the cluster")
+MEMBERS_BATCH = Batch()
+MEMBERS_CONF = ("SlurmctldParameters=enable_configless\nNodeName=dgx01 CPUs=8 Gres=gpu:x:1 State=UNKNOWN\n"
+                "NodeName=pcie01 CPUs=8 Gres=gpu:x:1 State=UNKNOWN\n")
+MEMBERS_GRES = "NodeName=dgx01 AutoDetect=nvml\nNodeName=pcie01 AutoDetect=nvml\n"
+
+
+def members_case(hostvars, play, conf=MEMBERS_CONF):
+    files = {"/etc/slurm/slurm.conf": {"exists": True, "type": "file",
+                                       "content": base64.b64encode(conf.encode()).decode()},
+             "/etc/slurm/gres.conf": {"exists": True, "type": "file",
+                                      "content": base64.b64encode(MEMBERS_GRES.encode()).decode()}}
+    nodes = [host for host in hostvars if host != "ctl"]
+    return MEMBERS_BATCH.add(role_files("slurm"), {
+        "inventory_hostname": "ctl", "groups": {"slurm_controllers": ["ctl"], "gpu_nodes": nodes},
+        "ansible_play_hosts_all": play,
+        "hostvars": {"ctl": {"__slurm_state": {"files": files}, "__slurm_me": {"cluster": {"configless": True}}},
+                     **{host: own for host, own in hostvars.items() if host != "ctl"}}},
+        [("when", "{{ %s }}" % " and ".join("(%s)" % condition for condition in MEMBERS_CHECK["when"])),
+         ("that", "{{ %s }}" % MEMBERS_CHECK["ansible.builtin.assert"]["that"]),
+         ("msg", MEMBERS_CHECK["ansible.builtin.assert"]["fail_msg"])])
+
+
+@pytest.mark.parametrize("ok, said, key", [
+    (ok, said, members_case(hostvars, play, *conf)) for hostvars, play, conf, ok, said in [
+        ({"ctl": {}, "dgx01": {}, "pcie01": {}, "new01": {"__slurm_me": {"name": "new01"}}}, ["ctl", "new01"], (),
+         True, ""),
+        # A new node under a kept node's name: both named, before anything changes.
+        ({"ctl": {}, "dgx01": {}, "pcie01": {}, "new01": {"__slurm_me": {"name": "dgx01"}}}, ["ctl", "new01"], (),
+         False, "dgx01 and new01 have the same node name dgx01 (slurm_node_name, else the short host name); a GPU "
+         "node joins the cluster, or has its lines written again, in a run that holds it and the controller, such as "
+         "--limit dgx01,slurm_controllers. Nothing was changed."),
+        ({"ctl": {}, "dgx01": {}, "gone": {}, "pcie01": {}}, ["ctl"], (), False,
+         "gone of the group gpu_nodes is neither in this play nor in the controller's /etc/slurm/slurm.conf (under its "
+         "slurm_node_name, else its short host name); a GPU node joins the cluster, or has its lines written again, "
+         "in a run that holds it and the controller, such as --limit gone,slurm_controllers. Nothing was changed."),
+        ({"ctl": {}, "dgx01": {}, "pcie01": {}}, ["ctl"], (MEMBERS_CONF.replace("CPUs=8 Gres", "CPUs=8 # Gres", 1),),
+         False, "the NodeName=dgx01 line of the controller's slurm.conf (dgx01) is not one this role writes"),
+    ]
+])
+def test_nodes_outside_the_play_are_kept_only_as_the_role_wrote_them(ok, said, key):
+    result = MEMBERS_BATCH[key]
+    assert result["when"] is True and result["that"] is ok, result
+    if not ok:
+        assert said in result["msg"] and result["msg"].endswith("Nothing was changed.") and "\n" not in result["msg"]
+
+
+NAME_CHECK = preflight_task("slurm", "Check the values written into slurm.conf")
+NAME_ITEM = next(item for item in NAME_CHECK["loop"] if item["name"] == "slurm_node_name")
+NAME_BATCH = Batch()
+
+
+@pytest.mark.parametrize("ok, key", [
+    (ok, NAME_BATCH.add(role_files("slurm"), {"slurm_node_name": name}, [
+        ("that", "{{ (%s) is regex(__slurm_name_pattern) }}" % NAME_ITEM["value"][3:-3]),
+        ("value", NAME_ITEM["value"])]))
+    for name, ok in [("dgx01", True), ("1001", True), (1001, False), (None, False), (["dgx01"], False),
+                     (True, False), ("dgx01\nNodeName=evil", False), ("dgx01\x00", False)]
+])
+def test_slurm_node_name_must_be_a_name_in_text(ok, key):
+    """A number passed here once and failed halfway through the run (slurm_node_line); a null was written as None."""
+    assert NAME_BATCH[key]["that"] is ok, NAME_BATCH[key]
