@@ -58,13 +58,23 @@ author:
 """
 
 EXAMPLES = r"""
+# This host outside the play (no play hosts given), as the controller's slurm.conf and gres.conf keep it.
+- name: Read the cluster's GPU nodes
+  ansible.builtin.set_fact:
+    members: "{{ [inventory_hostname] | accelops.gpu._slurm_cluster_members(hostvars, slurm_conf, gres_conf, []) }}"
+  vars:
+    slurm_conf: |
+      SlurmctldParameters=enable_configless
+      NodeName={{ inventory_hostname }} CPUs=8 RealMemory=64000 Gres=gpu:nvidia_l4:1 State=UNKNOWN
+    gres_conf: |
+      NodeName={{ inventory_hostname }} AutoDetect=nvml
+
 - name: Refuse a node that is neither in the play nor in the cluster
   ansible.builtin.assert:
-    that: members.unknown | length == 0
-  vars:
-    members: >-
-      {{ groups['gpu_nodes'] | accelops.gpu._slurm_cluster_members(hostvars, conf_read, gres_read,
-         ansible_play_hosts_all) }}
+    that:
+      - members.unknown | length == 0
+      - members.problems | length == 0
+      - members.gres_lines == ['NodeName=' ~ inventory_hostname ~ ' AutoDetect=nvml']
 """
 
 RETURN = r"""
