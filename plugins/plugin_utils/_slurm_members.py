@@ -103,14 +103,16 @@ def kept_nodes(conf, gres):
     return read_cluster(conf, gres)["nodes"]
 
 
-def _removed(conf, gres, names):
+def _removed(conf, gres, names, read=None):
     """The nodes of the controller's slurm.conf that the cluster no longer has: the names of the role's lines, then
     the NodeName= values of hand-written entries (hostlists such as gpu[01-04], which sinfo expands) that are not a
-    name the cluster keeps. None where slurm.conf cannot be read: the preflight's check of its scripts says why."""
-    try:
-        read = read_cluster(conf, gres)
-    except SlurmError:
-        return []
+    name the cluster keeps. None where slurm.conf cannot be read: the preflight's check of its scripts says why.
+    read: read_cluster's answer where the caller has it already."""
+    if read is None:
+        try:
+            read = read_cluster(conf, gres)
+        except SlurmError:
+            return []
     kept = set(names)
     return (sorted(set(read["nodes"]) - kept)
             + [value for value in dict.fromkeys(read["foreign"]) if value not in kept and value not in read["nodes"]])
@@ -196,7 +198,7 @@ def cluster_members(hosts, hostvars, conf, gres, play_hosts):
     problems += ["%s have the same node name %s (slurm_node_name, else the short host name)"
                  % (" and ".join(named), name) for name, named in owners.items() if len(named) > 1]
     gres_names = {match.group("name") for node in nodes for match in map(GRES_NAME.match, node["gres_conf"]) if match}
-    return {"nodes": nodes, "unknown": unknown, "waiting": waiting, "removed": _removed(conf, gres, list(owners)),
+    return {"nodes": nodes, "unknown": unknown, "waiting": waiting, "removed": _removed(conf, gres, list(owners), read),
             "names": sorted(owners), "problems": problems,
             # The controller's gres.conf in configless mode: each node's lines behind its NodeName=.
             "gres_lines": ["NodeName=%s %s" % (node["name"], line) for node in nodes for line in node["gres_conf"]],
